@@ -1,0 +1,229 @@
+"""The chat engine: one vLLM `AsyncLLM` driven by one worker thread, streaming text deltas.
+
+`ChatEngine.load` checks the model folder, starts a thread with its own asyncio loop and builds vLLM's
+`AsyncLLM` on it (vLLM starts its engine-core and worker processes from there). Every reply of every
+session is a request on that one loop, so vLLM batches concurrent replies; callers on any other loop
+(Chainlit's) receive text deltas through a `Channel` and never block. Speaks messages, sampling
+settings, text and measured statistics; knows nothing of Chainlit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Coroutine, TypeVar
+
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+from vllm import SamplingParams
+from vllm.engine.arg_utils import AsyncEngineArgs
+from vllm.inputs.engine import tokens_input
+from vllm.sampling_params import RequestOutputKind
+from vllm.v1.engine.async_llm import AsyncLLM
+
+from engine.bridge import Channel
+from engine.config import Settings
+from engine.errors import EngineUnavailableError, ModelLoadError
+from engine.hardware import resolve_dtype
+from engine.prompt import Message, RenderedPrompt, render_prompt
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    ignore_eos: bool = False  # benchmarks and tests generate an exact count
+
+
+@dataclass
+class ReplyStats:
+    """Measured with `time.perf_counter()` around engine events; token counts from the engine's output."""
+
+    prompt_tokens: int
+    generated_tokens: int = 0
+    started: float = 0.0  # set when the request is submitted
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+    finish_reason: str | None = None  # "stop", "length" or "abort"
+
+    @property
+    def time_to_first_token(self) -> float | None:
+        return None if self.first_token_at is None else self.first_token_at - self.started
+
+    @property
+    def decode_tokens_per_second(self) -> float | None:
+        """Tokens after the first, over the time from the first to the last token."""
+        if self.first_token_at is None or self.last_token_at is None or self.generated_tokens < 2:
+            return None
+        elapsed = self.last_token_at - self.first_token_at
+        return (self.generated_tokens - 1) / elapsed if elapsed > 0 else None
+
+
+def check_model_folder(path: Path) -> None:
+    """Fail with a clear message when `path` is not a Hugging Face model folder with a tokenizer."""
+    if not path.is_dir():
+        raise ModelLoadError(f"Model folder {path} does not exist. Set CHAT_MODEL to a folder that holds "
+                             "config.json, the weights and the tokenizer.")
+    missing = [name for name in ("config.json", *_TOKENIZER_FILES) if not (path / name).is_file()]
+    if missing:
+        raise ModelLoadError(f"Model folder {path} lacks {', '.join(missing)}. Copy the complete model "
+                             "folder (as downloaded from ModelScope or Hugging Face).")
+
+
+class ChatEngine:
+    """One process-wide engine. Build it with `ChatEngine.load`; share it between all chat sessions."""
+
+    def __init__(self, settings: Settings, tokenizer: PreTrainedTokenizerBase, llm: AsyncLLM,
+                 loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+        self.settings = settings
+        self.tokenizer = tokenizer
+        self.model_name = Path(settings.model).name
+        self.dtype = resolve_dtype(settings.dtype)
+        self.load_seconds = 0.0  # measured by load(): folder checks, vLLM start-up and warm-up
+        self._llm = llm
+        self._loop = loop
+        self._thread = thread
+        self._request_ids = itertools.count()
+
+    @classmethod
+    def load(cls, settings: Settings) -> ChatEngine:
+        """Check the model, start the engine thread and build vLLM on it. Blocks until ready."""
+        started = time.perf_counter()
+        model = Path(settings.model)
+        check_model_folder(model)
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        if settings.threads:
+            # vLLM's worker process reads its core binding from the environment it inherits.
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{settings.threads - 1}"
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_gib)
+        args = AsyncEngineArgs(
+            model=str(model),
+            dtype=resolve_dtype(settings.dtype),
+            max_model_len=settings.max_model_len,
+            enforce_eager=True,  # torch.compile gains ~5% here but triples start-up time (FACTS.md)
+        )
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="chat-engine", daemon=True)
+        thread.start()
+
+        async def build() -> AsyncLLM:
+            return AsyncLLM.from_engine_args(args)
+
+        try:
+            llm = asyncio.run_coroutine_threadsafe(build(), loop).result()
+        except Exception as error:
+            loop.call_soon_threadsafe(loop.stop)
+            raise ModelLoadError(f"The engine could not start on {model}: {error}. See the log above "
+                                 "for vLLM's reason (unsupported model, not enough memory, ...).") from error
+        engine = cls(settings, tokenizer, llm, loop, thread)
+        engine._warm_up()
+        engine.load_seconds = time.perf_counter() - started
+        log.info("Engine ready: %s, %s, in %.1f s", engine.model_name, engine.dtype, engine.load_seconds)
+        return engine
+
+    def _warm_up(self) -> None:
+        """One short request, so the first visitor does not pay for vLLM's first-step set-up."""
+        prompt = self.render("", [{"role": "user", "content": "hi"}], max_new_tokens=2)
+
+        async def run() -> None:
+            async for _ in self.stream_reply(prompt, Sampling(0.0, 1.0, 2), ReplyStats(len(prompt.token_ids))):
+                pass
+
+        asyncio.run_coroutine_threadsafe(run(), self._loop).result()
+
+    def render(self, system_prompt: str, history: list[Message], max_new_tokens: int) -> RenderedPrompt:
+        """Render the conversation with the model's chat template, within the context left for a reply."""
+        return render_prompt(
+            self.tokenizer,
+            system_prompt,
+            history,
+            budget=self.settings.max_model_len - max_new_tokens,
+            template_options={"enable_thinking": self.settings.enable_thinking},
+        )
+
+    def _submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
+        if self._llm.errored or not self._thread.is_alive():
+            coroutine.close()
+            raise EngineUnavailableError("The model engine has stopped. Restart the app to chat again.")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    async def _generate(self, prompt: RenderedPrompt, params: SamplingParams, request_id: str,
+                        channel: Channel[str], stats: ReplyStats) -> None:
+        """Runs on the engine thread: feed every text delta of one request into `channel`."""
+        try:
+            async for output in self._llm.generate(tokens_input(prompt.token_ids, prompt=prompt.text),
+                                                   params, request_id=request_id):
+                completion = output.outputs[0]
+                now = time.perf_counter()
+                if completion.token_ids:
+                    stats.first_token_at = stats.first_token_at or now
+                    stats.last_token_at = now
+                    stats.generated_tokens += len(completion.token_ids)
+                stats.finish_reason = completion.finish_reason
+                if completion.text:
+                    channel.put(completion.text)
+        except asyncio.CancelledError:
+            stats.finish_reason = "abort"
+            # Wakes a consumer that is still waiting (an engine shutdown rather than a stop button).
+            channel.close(EngineUnavailableError("The reply was cancelled because the engine is stopping."))
+            raise
+        except Exception as error:
+            channel.close(EngineUnavailableError(f"The model engine failed while answering: {error}"))
+            raise
+        channel.close()
+
+    async def stream_reply(self, prompt: RenderedPrompt, sampling: Sampling, stats: ReplyStats) -> AsyncIterator[str]:
+        """Yield the reply's text deltas as the engine produces them; filling `stats` as it goes.
+
+        Leaving the loop early (a stop button, a cancelled task) aborts the engine request.
+        """
+        params = SamplingParams(
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_new_tokens,
+            ignore_eos=sampling.ignore_eos,
+            output_kind=RequestOutputKind.DELTA,
+        )
+        channel: Channel[str] = Channel(asyncio.get_running_loop())
+        request_id = f"chat-{next(self._request_ids)}"
+        stats.started = time.perf_counter()
+        job = self._submit(self._generate(prompt, params, request_id, channel, stats))
+        try:
+            async for text in channel:
+                yield text
+        finally:
+            if not job.done():
+                # Cancelling the engine-side task makes AsyncLLM abort the request in the engine core.
+                job.cancel()
+                log.info("Request %s aborted after %d tokens", request_id, stats.generated_tokens)
+
+    def running_requests(self) -> int:
+        return self._llm.get_num_unfinished_requests()
+
+    def shutdown(self) -> None:
+        """Stop vLLM's processes and the engine thread. Safe to call more than once."""
+        if not self._thread.is_alive():
+            return
+        self._llm.shutdown()
+
+        async def cancel_leftover_tasks() -> None:
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(cancel_leftover_tasks(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        log.info("Engine shut down")

@@ -1,0 +1,83 @@
+"""Every setting of the app, read once from the environment into one frozen object.
+
+This is the only module that reads environment variables for the app's own settings. Each setting has a
+type, a default, a one-line comment and an environment variable name (`CHAT_` + the field in capitals).
+Chainlit loads a `.env` file from the working directory before the app imports this module, so
+`.env.example` documents the same names. Nothing here knows about vLLM or Chainlit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Mapping
+
+from engine.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DTYPES = ("auto", "bfloat16", "float32", "float16")
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str = ""  # CHAT_MODEL: a local Hugging Face model folder (Qwen instruct)
+    dtype: str = "auto"  # CHAT_DTYPE: auto = bfloat16 where the CPU has avx512_bf16, else float32
+    max_model_len: int = 4096  # CHAT_MAX_MODEL_LEN: context length in tokens (prompt + reply)
+    kv_cache_gib: int = 2  # CHAT_KV_CACHE_GIB: KV cache allocated up front, in GiB
+    threads: int = 0  # CHAT_THREADS: CPU cores for the engine; 0 = vLLM's automatic binding
+    temperature: float = 0.7  # CHAT_TEMPERATURE: default sampling temperature; 0 = greedy
+    top_p: float = 0.8  # CHAT_TOP_P: default nucleus sampling mass
+    max_new_tokens: int = 512  # CHAT_MAX_NEW_TOKENS: reply budget per answer, in tokens
+    persona: str = "tour_guide"  # CHAT_PERSONA: default persona, a file name in prompts/ without .toml
+    enable_thinking: bool = False  # CHAT_ENABLE_THINKING: template switch for Qwen3-style thinking
+    prompts_dir: Path = PROJECT_ROOT / "prompts"  # CHAT_PROMPTS_DIR: folder of persona files
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ConfigError(
+                "No model is configured. Set CHAT_MODEL to a local Qwen model folder "
+                "(for example CHAT_MODEL=/models/Qwen2.5-7B-Instruct), in the environment or in .env."
+            )
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"CHAT_DTYPE={self.dtype!r} is not one of {', '.join(DTYPES)}.")
+        if self.max_model_len < 256:
+            raise ConfigError(f"CHAT_MAX_MODEL_LEN={self.max_model_len} is too small; use at least 256.")
+        if self.kv_cache_gib < 1:
+            raise ConfigError(f"CHAT_KV_CACHE_GIB={self.kv_cache_gib} must be at least 1.")
+        if self.threads < 0:
+            raise ConfigError(f"CHAT_THREADS={self.threads} must be 0 (automatic) or a number of cores.")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ConfigError(f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2.")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ConfigError(f"CHAT_TOP_P={self.top_p} must be above 0 and at most 1.")
+        if not 1 <= self.max_new_tokens < self.max_model_len:
+            raise ConfigError(
+                f"CHAT_MAX_NEW_TOKENS={self.max_new_tokens} must be at least 1 and below "
+                f"CHAT_MAX_MODEL_LEN={self.max_model_len}."
+            )
+
+
+def _parse(name: str, text: str, kind: type) -> object:
+    if kind is bool:
+        lowered = text.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off", ""):
+            return False
+        raise ConfigError(f"{name}={text!r} is not a yes/no value; use true or false.")
+    try:
+        return kind(text.strip()) if kind is not str else text.strip()
+    except ValueError:
+        raise ConfigError(f"{name}={text!r} is not a valid {kind.__name__}.") from None
+
+
+def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
+    """Read every `CHAT_*` variable once and return the validated, frozen settings."""
+    kinds = {"str": str, "int": int, "float": float, "bool": bool, "Path": Path}
+    values = {}
+    for field in fields(Settings):
+        name = "CHAT_" + field.name.upper()
+        if name in environ:
+            values[field.name] = _parse(name, environ[name], kinds[field.type])
+    return Settings(**values)

@@ -1,0 +1,29 @@
+"""Errors a user or an operator can cause, each with a message meant to be shown as it is.
+
+Every message says what happened and what to do. The app shows `str(error)` in the chat or on the
+console; anything that is not a `ChatError` is a bug and is left to propagate.
+"""
+
+
+class ChatError(Exception):
+    """Base of every error whose message is written for the person using the app."""
+
+
+class ConfigError(ChatError):
+    """A setting is missing or has a value the app cannot use."""
+
+
+class ModelLoadError(ChatError):
+    """The configured model cannot be loaded (missing folder, missing files, engine start failed)."""
+
+
+class PersonaError(ChatError):
+    """A persona file in prompts/ is missing, malformed or unknown."""
+
+
+class MessageTooLongError(ChatError):
+    """The newest message alone does not fit in the context together with the reply budget."""
+
+
+class EngineUnavailableError(ChatError):
+    """The engine failed or shut down; the reply cannot be produced."""

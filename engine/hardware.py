@@ -1,0 +1,30 @@
+"""What this CPU can run: the instruction-set flags that decide the default dtype.
+
+Reads /proc/cpuinfo once; knows nothing of models or engines.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+
+@cache
+def cpu_flags() -> frozenset[str]:
+    """The feature flags of the first CPU listed in /proc/cpuinfo (empty where it cannot be read)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def resolve_dtype(setting: str) -> str:
+    """`auto` becomes bfloat16 where the CPU computes it natively (avx512_bf16 or AMX), else float32."""
+    if setting != "auto":
+        return setting
+    native_bf16 = {"avx512_bf16", "amx_bf16"} & cpu_flags()
+    return "bfloat16" if native_bf16 else "float32"

@@ -1,0 +1,53 @@
+"""Personas as data: one TOML file per persona in `prompts/`, validated on load.
+
+A persona's name is its file name without `.toml`. Adding a persona is adding a file; unknown or missing
+keys are an error that names the file. This module knows nothing of the model or the UI.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from engine.errors import PersonaError
+
+
+@dataclass(frozen=True)
+class Persona:
+    name: str
+    display_name: str
+    description: str
+    system_prompt: str
+
+
+_KEYS = {field.name for field in fields(Persona)} - {"name"}
+
+
+def _load_persona(path: Path) -> Persona:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise PersonaError(f"{path} is not valid TOML: {error}. Fix the file and restart.") from None
+    unknown = sorted(set(data) - _KEYS)
+    missing = sorted(_KEYS - set(data))
+    if unknown or missing:
+        raise PersonaError(
+            f"{path}: unknown keys {unknown}, missing keys {missing}. "
+            f"A persona file has exactly these keys: {sorted(_KEYS)}."
+        )
+    for key in _KEYS:
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise PersonaError(f"{path}: {key} must be a non-empty string.")
+    return Persona(name=path.stem, **{key: data[key].strip() for key in _KEYS})
+
+
+def load_personas(folder: Path, default: str) -> list[Persona]:
+    """Load every persona in `folder`, the `default` one first, the rest by name."""
+    personas = {path.stem: _load_persona(path) for path in sorted(folder.glob("*.toml"))}
+    if default not in personas:
+        raise PersonaError(
+            f"Persona {default!r} (CHAT_PERSONA) has no file {folder / (default + '.toml')}. "
+            f"Available: {', '.join(sorted(personas)) or 'none'}."
+        )
+    return [personas[default]] + [persona for name, persona in personas.items() if name != default]

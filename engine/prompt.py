@@ -1,0 +1,56 @@
+"""Render a conversation into the model's prompt with the model's own chat template.
+
+A pure function of (tokenizer, system prompt, history, budget, template options): no engine, no UI.
+When the conversation does not fit the token budget, whole turns are dropped from the oldest end; the
+system prompt and the newest user message are never dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, Sequence, TypedDict
+
+from engine.errors import MessageTooLongError
+
+
+class Message(TypedDict):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class ChatTokenizer(Protocol):
+    def apply_chat_template(self, conversation: list[dict[str, str]], **kwargs: Any) -> Any: ...
+
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    text: str  # the exact prompt, special tokens included
+    token_ids: list[int]
+    dropped_messages: int  # how many of the oldest history messages were left out to fit
+
+
+def render_prompt(
+    tokenizer: ChatTokenizer,
+    system_prompt: str,
+    history: Sequence[Message],
+    budget: int,
+    template_options: dict[str, Any] | None = None,
+) -> RenderedPrompt:
+    """Render `history` (ending with the newest user message) into at most `budget` prompt tokens."""
+    if not history or history[-1]["role"] != "user":
+        raise ValueError("history must end with the newest user message")
+    turn_starts = [index for index, message in enumerate(history) if message["role"] == "user"]
+    for start in turn_starts:
+        conversation = [{"role": "system", "content": system_prompt}, *history[start:]]
+        text = tokenizer.apply_chat_template(
+            conversation, tokenize=False, add_generation_prompt=True, **(template_options or {})
+        )
+        token_ids = tokenizer.encode(text, add_special_tokens=False)
+        if len(token_ids) <= budget:
+            return RenderedPrompt(text=text, token_ids=token_ids, dropped_messages=start)
+    raise MessageTooLongError(
+        f"This message is too long: with the system prompt it needs {len(token_ids)} tokens, but only "
+        f"{budget} fit beside the reply. Please shorten it or split it into several messages."
+    )

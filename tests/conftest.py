@@ -1,0 +1,117 @@
+"""Shared fixtures: the tiny model (built once per run), one real engine, one running app, one browser.
+
+Everything expensive is session-scoped and shared. Nothing here downloads anything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import psutil
+import pytest
+
+from tests.tiny_model import build_tiny_qwen
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_qwen(tmp_path_factory.mktemp("models") / "tiny-qwen2")
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tiny_model_dir: Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def engine(tiny_model_dir: Path):
+    from engine.chat_engine import ChatEngine
+    from engine.config import load_settings
+
+    settings = load_settings({"CHAT_MODEL": str(tiny_model_dir), "CHAT_KV_CACHE_GIB": "1",
+                              "CHAT_MAX_MODEL_LEN": "2048"})
+    chat_engine = ChatEngine.load(settings)
+    yield chat_engine
+    chat_engine.shutdown()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RunningApp:
+    """`chainlit run app.py` in a subprocess of its own process group, with its log in a file."""
+
+    def __init__(self, model: Path, log_path: Path, **env: str) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        environment = {**os.environ, "CHAT_MODEL": str(model), "CHAT_KV_CACHE_GIB": "1", **env}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "chainlit", "run", "app.py", "--headless", "--host", "127.0.0.1",
+             "--port", str(self.port)],
+            cwd=ROOT, env=environment, stdout=log_path.open("w"), stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_until_ready(self, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while "Engine ready" not in self.log():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the app did not start; its log:\n{self.log()[-5000:]}")
+            time.sleep(0.5)
+
+    def engine_processes(self) -> list[psutil.Process]:
+        return [child for child in psutil.Process(self.process.pid).children(recursive=True)
+                if "VLLM::" in " ".join(child.cmdline())]
+
+    def reply_stats(self) -> list[str]:
+        return re.findall(r"Reply: .*", self.log())
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, 2)  # what Ctrl-C in a terminal sends: SIGINT to the group
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, 9)
+
+
+@pytest.fixture(scope="session")
+def app(tiny_model_dir: Path) -> Iterator[RunningApp]:
+    ARTIFACTS.mkdir(exist_ok=True)
+    # Greedy with a long budget: the tiny model then always streams for several seconds.
+    running = RunningApp(tiny_model_dir, ARTIFACTS / "app.log",
+                         CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="1500", CHAT_MAX_MODEL_LEN="4096")
+    running.wait_until_ready()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

@@ -1,0 +1,42 @@
+"""Settings are read once from the environment, typed, validated, frozen."""
+
+import dataclasses
+
+import pytest
+
+from engine.config import load_settings
+from engine.errors import ConfigError
+from engine.hardware import resolve_dtype
+
+
+def test_defaults_and_overrides():
+    settings = load_settings({"CHAT_MODEL": "/m", "CHAT_TEMPERATURE": "0", "CHAT_THREADS": "4",
+                              "CHAT_ENABLE_THINKING": "yes"})
+    assert (settings.model, settings.temperature, settings.threads) == ("/m", 0.0, 4)
+    assert settings.enable_thinking is True
+    assert settings.max_new_tokens == 512 and settings.persona == "tour_guide"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.model = "/other"
+
+
+@pytest.mark.parametrize("environ, names", [
+    ({}, "CHAT_MODEL"),
+    ({"CHAT_MODEL": "/m", "CHAT_DTYPE": "int3"}, "CHAT_DTYPE"),
+    ({"CHAT_MODEL": "/m", "CHAT_TEMPERATURE": "hot"}, "CHAT_TEMPERATURE"),
+    ({"CHAT_MODEL": "/m", "CHAT_TOP_P": "0"}, "CHAT_TOP_P"),
+    ({"CHAT_MODEL": "/m", "CHAT_MAX_NEW_TOKENS": "5000"}, "CHAT_MAX_NEW_TOKENS"),
+    ({"CHAT_MODEL": "/m", "CHAT_ENABLE_THINKING": "maybe"}, "CHAT_ENABLE_THINKING"),
+])
+def test_bad_values_name_the_variable(environ, names):
+    with pytest.raises(ConfigError, match=names):
+        load_settings(environ)
+
+
+def test_auto_dtype_follows_the_cpu(monkeypatch):
+    import engine.hardware as hardware
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
+    assert resolve_dtype("auto") == "bfloat16"
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2"}))
+    assert resolve_dtype("auto") == "float32"
+    assert resolve_dtype("bfloat16") == "bfloat16"

@@ -1,0 +1,99 @@
+"""The real vLLM engine on the tiny model: streaming, limits, determinism, abort, a free event loop."""
+
+import asyncio
+import time
+
+from engine.chat_engine import ReplyStats, Sampling
+
+GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=64)
+SPECIAL = ("<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>")
+
+
+async def _collect(engine, question="推荐三个广州的景点", sampling=GREEDY):
+    prompt = engine.render("你是导游", [{"role": "user", "content": question}], sampling.max_new_tokens)
+    stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
+    deltas, times = [], []
+    async for text in engine.stream_reply(prompt, sampling, stats):
+        deltas.append(text)
+        times.append(time.perf_counter())
+    return deltas, times, stats
+
+
+async def test_deltas_arrive_incrementally(engine):
+    deltas, times, stats = await _collect(engine, sampling=Sampling(0.0, 1.0, 200, ignore_eos=True))
+    assert len(deltas) > 50  # one delta per token or few, not the whole reply at the end
+    assert times[-1] - times[0] > 0.05
+    assert stats.generated_tokens == 200 and stats.finish_reason == "length"
+    assert stats.time_to_first_token is not None and stats.decode_tokens_per_second is not None
+
+
+async def test_max_new_tokens_respected(engine):
+    for budget in (1, 7, 33):
+        _, _, stats = await _collect(engine, sampling=Sampling(0.0, 1.0, budget, ignore_eos=True))
+        assert stats.generated_tokens == budget
+
+
+async def test_greedy_is_deterministic_and_clean(engine):
+    first, _, _ = await _collect(engine)
+    second, _, _ = await _collect(engine)
+    assert "".join(first) == "".join(second) != ""
+    other, _, _ = await _collect(engine, question="你好")
+    assert "".join(other) != "".join(first)
+
+
+async def test_special_tokens_never_reach_the_text(engine):
+    # Sampled replies of the random model do produce special tokens; they must not show.
+    for seed_question in ("你好", "hello", "早茶", "白云山"):
+        deltas, _, _ = await _collect(engine, seed_question, Sampling(1.0, 1.0, 300, ignore_eos=True))
+        text = "".join(deltas)
+        assert not any(token in text for token in SPECIAL), text
+
+
+async def test_leaving_the_stream_aborts_the_request(engine):
+    prompt = engine.render("你是导游", [{"role": "user", "content": "你好"}], 1500)
+    stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
+    stream = engine.stream_reply(prompt, Sampling(0.0, 1.0, 1500, ignore_eos=True), stats)
+    async for _ in stream:
+        if stats.generated_tokens >= 10:
+            break
+    await stream.aclose()
+    assert await _eventually(lambda: engine.running_requests() == 0)
+    assert stats.finish_reason == "abort" and stats.generated_tokens < 1500
+
+
+async def test_cancelled_task_aborts_the_request(engine):
+    task = asyncio.create_task(_collect(engine, sampling=Sampling(0.0, 1.0, 1500, ignore_eos=True)))
+    assert await _eventually(lambda: engine.running_requests() == 1)
+    task.cancel()
+    started = time.perf_counter()
+    assert await _eventually(lambda: engine.running_requests() == 0)
+    assert time.perf_counter() - started < 2
+
+
+async def test_event_loop_stays_responsive_while_replies_stream(engine):
+    gaps = []
+
+    async def tick():
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    started = time.perf_counter()
+    await asyncio.gather(*(_collect(engine, q, Sampling(0.0, 1.0, 300, ignore_eos=True))
+                           for q in ("你好", "hello", "早茶")))
+    reply_time = time.perf_counter() - started
+    ticker.cancel()
+    assert reply_time > 0.5 and max(gaps) < 0.5, (reply_time, max(gaps))
+
+
+async def _eventually(condition, timeout=5.0) -> bool:
+    deadline = time.perf_counter() + timeout
+    while not condition():
+        if time.perf_counter() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True

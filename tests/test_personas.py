@@ -1,0 +1,37 @@
+"""Personas are data files, validated on load; adding one needs no code."""
+
+import shutil
+
+import pytest
+
+from engine.config import PROJECT_ROOT
+from engine.errors import PersonaError
+from engine.personas import load_personas
+
+PROMPTS = PROJECT_ROOT / "prompts"
+
+
+def test_shipped_personas_default_first():
+    personas = load_personas(PROMPTS, "tour_guide")
+    assert [persona.name for persona in personas][:1] == ["tour_guide"]
+    assert {"tour_guide", "assistant"} <= {persona.name for persona in personas}
+    assert "导游" in personas[0].system_prompt
+
+
+def test_a_new_file_is_a_new_persona(tmp_path):
+    shutil.copytree(PROMPTS, tmp_path, dirs_exist_ok=True)
+    (tmp_path / "poet.toml").write_text(
+        'display_name = "诗人"\ndescription = "writes poems"\nsystem_prompt = "You write poems."\n')
+    assert "poet" in {persona.name for persona in load_personas(tmp_path, "tour_guide")}
+
+
+def test_unknown_key_is_an_error_naming_the_file(tmp_path):
+    (tmp_path / "bad.toml").write_text(
+        'display_name = "x"\ndescription = "x"\nsystem_prompt = "x"\ntemprature = 0.3\n')
+    with pytest.raises(PersonaError, match=r"bad\.toml.*temprature"):
+        load_personas(tmp_path, "bad")
+
+
+def test_unknown_default_lists_what_exists():
+    with pytest.raises(PersonaError, match="tour_guide"):
+        load_personas(PROMPTS, "pirate")

@@ -1,0 +1,134 @@
+"""Build a tiny random Qwen2 model folder, in Hugging Face format, for tests.
+
+The model is real as far as vLLM and transformers are concerned (Qwen2 architecture, a byte-level BPE
+tokenizer with Qwen2's pre-tokenizer split and special tokens, a ChatML chat template), but small enough
+to load in seconds on two cores. Its weights are random with a fixed seed, so its text is gibberish and
+greedy output is deterministic and never ends before its token budget. vLLM's CPU attention needs head_dim 64, hence hidden 128 with 2 heads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+
+# Qwen2's pre-tokenizer regex (from its tokenizer.json).
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+# Qwen2.5-Instruct's template, without the tool-calling branches.
+QWEN25_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}"
+    "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+    "{%- else %}"
+    "{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if not (message.role == 'system' and loop.first) %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+# Qwen3's switch: with thinking off, the generation prompt carries an empty think block.
+QWEN3_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}"
+    "{{- '<think>\\n\\n</think>\\n\\n' }}"
+    "{%- endif %}{%- endif %}"
+)
+
+CORPUS = [
+    "Welcome to Guangzhou, the city of flowers. The Canton Tower stands by the Pearl River.",
+    "欢迎来到广州，花城的早茶很有名：虾饺、烧卖、叉烧包和肠粉都值得一试。",
+    "陈家祠、沙面岛、越秀公园和白云山是广州的著名景点，适合一家人一起游玩。",
+    "The quick brown fox jumps over the lazy dog. 1234567890 tokens per second.",
+    "你好！我是你的导游，今天我们一起去看看珠江夜景吧。请问你想吃什么？",
+    "A helpful assistant answers questions clearly, briefly and honestly.",
+]
+
+
+def _train_tokenizer(vocab_size: int) -> Tokenizer:
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(CORPUS * 20, trainer=trainer)
+    return tokenizer
+
+
+def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int = 0) -> Path:
+    """Write a tiny Qwen2 model (config, safetensors, tokenizer, chat template) into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = _train_tokenizer(vocab_size=1024)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    ids = {token: tokenizer.token_to_id(token) for token in SPECIAL_TOKENS}
+    tokenizer_config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": 4096,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "bos_token": None,
+        "unk_token": None,
+        "chat_template": QWEN3_TEMPLATE if thinking_template else QWEN25_TEMPLATE,
+        "added_tokens_decoder": {
+            str(ids[token]): {"content": token, "special": True, "lstrip": False, "rstrip": False,
+                              "normalized": False, "single_word": False}
+            for token in SPECIAL_TOKENS
+        },
+    }
+    (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, ensure_ascii=False, indent=2))
+    eos = [ids["<|im_end|>"], ids["<|endoftext|>"]]
+    (folder / "generation_config.json").write_text(
+        json.dumps({"eos_token_id": eos, "pad_token_id": ids["<|endoftext|>"]})
+    )
+
+    torch.manual_seed(seed)
+    config = Qwen2Config(
+        vocab_size=tokenizer.get_vocab_size(),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        initializer_range=0.2,  # the default 0.02 makes greedy output one repeated token
+        eos_token_id=eos[0],
+        bos_token_id=ids["<|endoftext|>"],
+        torch_dtype="bfloat16",
+    )
+    model = Qwen2ForCausalLM(config).to(torch.bfloat16)
+    with torch.no_grad():
+        # Zero logits for the end tokens: greedy replies then always run to their token budget, so a
+        # test can stop a reply mid-stream; sampled replies still end now and then.
+        model.get_input_embeddings().weight[eos] = 0
+    model.save_pretrained(folder)
+    return folder
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(build_tiny_qwen(Path(sys.argv[1])))
