@@ -31,11 +31,23 @@ class Channel(Generic[T]):
     def close(self, error: BaseException | None = None) -> None:
         self._loop.call_soon_threadsafe(self._queue.put_nowait, _End(error))
 
-    async def __aiter__(self) -> AsyncIterator[T]:
+    async def __aiter__(self) -> AsyncIterator[list[T]]:
+        """Yield, each time, every item that has arrived since the last yield (at least one).
+
+        A consumer that keeps up gets one item at a time; one that falls behind catches up in one step
+        instead of paying its per-item cost (a UI update) for every item.
+        """
         while True:
+            batch: list[T] = []
             item = await self._queue.get()
+            while not isinstance(item, _End):
+                batch.append(item)
+                if self._queue.empty():
+                    break
+                item = self._queue.get_nowait()
+            if batch:
+                yield batch
             if isinstance(item, _End):
                 if item.error is not None:
                     raise item.error
                 return
-            yield item

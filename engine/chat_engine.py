@@ -114,7 +114,15 @@ class ChatEngine:
             enforce_eager=True,  # torch.compile gains ~5% here but triples start-up time (FACTS.md)
         )
         loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="chat-engine", daemon=True)
+
+        def run_engine_loop() -> None:
+            # Niceness is per thread on Linux and inherited by the processes a thread starts: vLLM's
+            # engine processes then leave the CPU to the web server (and a presenter's browser on the
+            # same machine) when both want it, and take all of it otherwise.
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), settings.engine_nice)
+            loop.run_forever()
+
+        thread = threading.Thread(target=run_engine_loop, name="chat-engine", daemon=True)
         thread.start()
 
         async def build() -> AsyncLLM:
@@ -199,13 +207,16 @@ class ChatEngine:
         request_id = f"chat-{next(self._request_ids)}"
         stats.started = time.perf_counter()
         job = self._submit(self._generate(prompt, params, request_id, channel, stats))
+        ended = False
         try:
-            async for text in channel:
-                yield text
+            async for texts in channel:
+                yield "".join(texts)
+            ended = True
         finally:
-            if not job.done():
+            if not ended and not job.done():
                 # Cancelling the engine-side task makes AsyncLLM abort the request in the engine core.
                 job.cancel()
+                stats.finish_reason = "abort"
                 log.info("Request %s aborted after %d tokens", request_id, stats.generated_tokens)
 
     def running_requests(self) -> int:

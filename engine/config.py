@@ -26,6 +26,7 @@ class Settings:
     max_model_len: int = 4096  # CHAT_MAX_MODEL_LEN: context length in tokens (prompt + reply)
     kv_cache_gib: int = 2  # CHAT_KV_CACHE_GIB: KV cache allocated up front, in GiB
     threads: int = 0  # CHAT_THREADS: CPU cores for the engine; 0 = vLLM's automatic binding
+    engine_nice: int = 19  # CHAT_ENGINE_NICE: CPU priority of the engine, 0-19; 19 yields most to the web UI
     temperature: float = 0.7  # CHAT_TEMPERATURE: default sampling temperature; 0 = greedy
     top_p: float = 0.8  # CHAT_TOP_P: default nucleus sampling mass
     max_new_tokens: int = 512  # CHAT_MAX_NEW_TOKENS: reply budget per answer, in tokens
@@ -47,6 +48,8 @@ class Settings:
             raise ConfigError(f"CHAT_KV_CACHE_GIB={self.kv_cache_gib} must be at least 1.")
         if self.threads < 0:
             raise ConfigError(f"CHAT_THREADS={self.threads} must be 0 (automatic) or a number of cores.")
+        if not 0 <= self.engine_nice <= 19:
+            raise ConfigError(f"CHAT_ENGINE_NICE={self.engine_nice} must be between 0 and 19.")
         if not 0.0 <= self.temperature <= 2.0:
             raise ConfigError(f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2.")
         if not 0.0 < self.top_p <= 1.0:

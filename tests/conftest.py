@@ -31,6 +31,12 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def paced_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 440 MB of random weights that stream some 20 tokens/s here, as a real CPU model does."""
+    return build_tiny_qwen(tmp_path_factory.mktemp("models") / "paced-qwen2", hidden_size=1536, num_layers=12)
+
+
+@pytest.fixture(scope="session")
 def tiny_tokenizer(tiny_model_dir: Path):
     from transformers import AutoTokenizer
 
@@ -97,21 +103,10 @@ class RunningApp:
 
 
 @pytest.fixture(scope="session")
-def app(tiny_model_dir: Path) -> Iterator[RunningApp]:
+def app(paced_model_dir: Path) -> Iterator[RunningApp]:
     ARTIFACTS.mkdir(exist_ok=True)
-    # Greedy with a long budget: the tiny model then always streams for several seconds.
-    running = RunningApp(tiny_model_dir, ARTIFACTS / "app.log",
-                         CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="1500", CHAT_MAX_MODEL_LEN="4096")
+    # Greedy, so every reply runs to its budget: about ten seconds, time to watch it stream and stop it.
+    running = RunningApp(paced_model_dir, ARTIFACTS / "app.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="200")
     running.wait_until_ready()
     yield running
     running.stop()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()

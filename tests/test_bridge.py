@@ -19,7 +19,8 @@ def _produce(channel, items, error=None, delay=0.0):
 async def test_items_arrive_in_order_then_end():
     channel = Channel(asyncio.get_running_loop())
     threading.Thread(target=_produce, args=(channel, list(range(100)))).start()
-    assert [item async for item in channel] == list(range(100))
+    batches = [batch async for batch in channel]
+    assert [item for batch in batches for item in batch] == list(range(100))
 
 
 async def test_producer_error_is_raised_in_the_consumer():
@@ -27,9 +28,15 @@ async def test_producer_error_is_raised_in_the_consumer():
     threading.Thread(target=_produce, args=(channel, ["a"], ValueError("boom"))).start()
     received = []
     with pytest.raises(ValueError, match="boom"):
-        async for item in channel:
-            received.append(item)
+        async for batch in channel:
+            received.extend(batch)
     assert received == ["a"]
+
+
+async def test_a_consumer_that_falls_behind_gets_what_queued_up_at_once():
+    channel = Channel(asyncio.get_running_loop())
+    _produce(channel, ["a", "b", "c"])  # all queued before the consumer looks
+    assert [batch async for batch in channel] == [["a", "b", "c"]]
 
 
 async def test_waiting_consumer_does_not_block_the_loop():
@@ -44,6 +51,6 @@ async def test_waiting_consumer_does_not_block_the_loop():
             ticks += 1
 
     ticker = asyncio.create_task(tick())
-    assert [item async for item in channel] == list(range(5))
+    assert [batch async for batch in channel] == [[0], [1], [2], [3], [4]]  # kept up: one at a time
     ticker.cancel()
     assert ticks > 20  # about 100 in one second when nothing blocks

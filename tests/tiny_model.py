@@ -9,6 +9,7 @@ greedy output is deterministic and never ends before its token budget. vLLM's CP
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import torch
@@ -78,15 +79,38 @@ def _train_tokenizer(vocab_size: int) -> Tokenizer:
     return tokenizer
 
 
-def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int = 0) -> Path:
-    """Write a tiny Qwen2 model (config, safetensors, tokenizer, chat template) into `folder`."""
+MARKDOWN_SYNTAX = set("`*_~#|>[]$\\<{}^=-+")
+
+
+def _non_prose_ids(tokenizer: Tokenizer) -> list[int]:
+    """Tokens a real model's prose rarely holds: partial UTF-8, control characters, markdown syntax.
+
+    Random markdown syntax (unbalanced fences, tables, strike-through) makes the browser's markdown
+    renderer so slow on two cores that a page stalls for seconds; a real model writes well-formed text.
+    """
+    excluded = []
+    for token_id in range(tokenizer.get_vocab_size()):
+        text = tokenizer.decode([token_id], skip_special_tokens=False)
+        if ("\ufffd" in text or MARKDOWN_SYNTAX & set(text)
+                or any(unicodedata.category(char) == "Cc" and char != "\n" for char in text)):
+            excluded.append(token_id)
+    return excluded
+
+
+def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int = 0,
+                    hidden_size: int = 128, num_layers: int = 2) -> Path:
+    """Write a tiny Qwen2 model (config, safetensors, tokenizer, chat template) into `folder`.
+
+    The defaults stream hundreds of tokens a second; a larger `hidden_size` and `num_layers` give
+    a model that streams at a real CPU model's pace, for tests of what a browser shows.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = _train_tokenizer(vocab_size=1024)
     tokenizer.save(str(folder / "tokenizer.json"))
     ids = {token: tokenizer.token_to_id(token) for token in SPECIAL_TOKENS}
     tokenizer_config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "model_max_length": 4096,
+        "model_max_length": 16384,
         "eos_token": "<|im_end|>",
         "pad_token": "<|endoftext|>",
         "bos_token": None,
@@ -107,12 +131,12 @@ def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int 
     torch.manual_seed(seed)
     config = Qwen2Config(
         vocab_size=tokenizer.get_vocab_size(),
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=2,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=hidden_size // 64,
         num_key_value_heads=1,
-        max_position_embeddings=4096,
+        max_position_embeddings=16384,
         tie_word_embeddings=True,
         initializer_range=0.2,  # the default 0.02 makes greedy output one repeated token
         eos_token_id=eos[0],
@@ -121,9 +145,10 @@ def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int 
     )
     model = Qwen2ForCausalLM(config).to(torch.bfloat16)
     with torch.no_grad():
-        # Zero logits for the end tokens: greedy replies then always run to their token budget, so a
-        # test can stop a reply mid-stream; sampled replies still end now and then.
-        model.get_input_embeddings().weight[eos] = 0
+        # A zero row gives a zero logit, which greedy decoding never picks over the random positive
+        # ones: greedy replies then run to their token budget (so a test can stop one mid-stream) and
+        # hold only plain prose, as a real model's mostly do.
+        model.get_input_embeddings().weight[eos + _non_prose_ids(tokenizer)] = 0
     model.save_pretrained(folder)
     return folder
 
