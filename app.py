@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from pathlib import Path
 
 import chainlit as cl
 
-from engine.chat_engine import ReplyStats, Sampling
+from engine.chat_engine import ReplyStats, Sampling, check_model_folder
 from engine.config import load_settings
 from engine.errors import ChatError, MessageTooLongError
 from engine.personas import Persona, load_personas
@@ -23,6 +24,7 @@ log = logging.getLogger("app")
 
 try:
     SETTINGS = load_settings()
+    check_model_folder(Path(SETTINGS.model))
     PERSONAS = {persona.name: persona for persona in load_personas(SETTINGS.prompts_dir, SETTINGS.persona)}
 except ChatError as error:
     print(f"\nCannot start: {error}\n", file=sys.stderr)

@@ -8,6 +8,7 @@ say it is loading. Tests hand in their own loader (a fake or a tiny real engine)
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from concurrent.futures import Future
 from typing import Callable
@@ -15,6 +16,7 @@ from typing import Callable
 from engine.chat_engine import ChatEngine
 from engine.config import Settings
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _engine: Future[ChatEngine] | None = None
 
@@ -34,6 +36,7 @@ def start_engine(settings: Settings, loader: Callable[[Settings], ChatEngine] = 
         try:
             future.set_result(loader(settings))
         except BaseException as error:  # handed to every waiting session, not lost on this thread
+            log.error("The engine did not load: %s", error)
             future.set_exception(error)
 
     threading.Thread(target=load, name="engine-loader", daemon=True).start()
