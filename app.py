@@ -102,13 +102,12 @@ async def answer(message: cl.Message) -> None:
     except ChatError as error:
         await cl.ErrorMessage(content=str(error)).send()
     finally:
-        # A stopped reply stays in the chat and in the history as what the assistant said.
-        if reply.content:
-            history.append({"role": "assistant", "content": reply.content})
         log.info("Reply: prompt %d tokens in %d messages, %d generated, first token %s s, %s tokens/s, %s",
                  stats.prompt_tokens, prompt_messages, stats.generated_tokens, _round(stats.time_to_first_token),
                  _round(stats.decode_tokens_per_second), stats.finish_reason)
+        # A stopped reply stays in the chat and in the history as what the assistant said.
         if reply.content:
+            history.append({"role": "assistant", "content": reply.content})
             await reply.update()
 
 

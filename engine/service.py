@@ -43,6 +43,7 @@ def start_engine(settings: Settings, loader: Callable[[Settings], ChatEngine] = 
 
 
 def is_ready() -> bool:
+    """Whether the engine finished loading without an error."""
     return _engine is not None and _engine.done() and _engine.exception() is None
 
 
@@ -55,5 +56,5 @@ async def wait_for_engine() -> ChatEngine:
 
 def shutdown_engine() -> None:
     """Shut the engine down if it finished loading (its vLLM processes with it)."""
-    if _engine is not None and _engine.done() and _engine.exception() is None:
+    if is_ready():
         _engine.result().shutdown()

@@ -1,4 +1,4 @@
-"""End to end: `chainlit run app.py` on the tiny model, driven by Playwright in Debian's Chromium.
+"""End to end: `chainlit run app.py` on the paced test model, driven by Playwright in Debian's Chromium.
 
 One app serves every test here (session fixture `app`); the shutdown test starts its own.
 """
@@ -32,6 +32,8 @@ def browser(playwright_driver):
     chromium = playwright_driver.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
     yield chromium
     chromium.close()
+
+
 REPLY = '[data-step-type="assistant_message"] .message-content'
 
 
