@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from pathlib import Path
 
 import chainlit as cl
 
-from engine.chat_engine import ReplyStats, Sampling, check_model_folder
+from engine.chat_engine import ReplyStats, Sampling
 from engine.config import load_settings
 from engine.errors import ChatError, MessageTooLongError
+from engine.model_source import resolve_model
 from engine.personas import Persona, load_personas
+from engine.preflight import check_model
 from engine.prompt import Message
 from engine.service import is_ready, shutdown_engine, start_engine, wait_for_engine
 
@@ -24,7 +25,8 @@ log = logging.getLogger("app")
 
 try:
     SETTINGS = load_settings()
-    check_model_folder(Path(SETTINGS.model))
+    MODEL = resolve_model(SETTINGS.model, SETTINGS.cache_dir, prepare=False)
+    check_model(MODEL, SETTINGS)
     PERSONAS = {persona.name: persona for persona in load_personas(SETTINGS.prompts_dir, SETTINGS.persona)}
 except ChatError as error:
     print(f"\nCannot start: {error}\n", file=sys.stderr)
@@ -39,7 +41,7 @@ DEFAULT_SAMPLING = Sampling(SETTINGS.temperature, SETTINGS.top_p, SETTINGS.max_n
 
 @cl.on_app_startup
 async def load_engine_in_background() -> None:
-    start_engine(SETTINGS)
+    start_engine(SETTINGS, MODEL)
 
 
 @cl.on_app_shutdown

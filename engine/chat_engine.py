@@ -1,6 +1,6 @@
 """The chat engine: one vLLM `AsyncLLM` driven by one worker thread, streaming text deltas.
 
-`ChatEngine.load` checks the model folder, starts a thread with its own asyncio loop and builds vLLM's
+`ChatEngine.load` starts a thread with its own asyncio loop and builds vLLM's
 `AsyncLLM` on it (vLLM starts its engine-core and worker processes from there). Every reply of every
 session is a request on that one loop, so vLLM batches concurrent replies; callers on any other loop
 (Chainlit's) receive text deltas through a `Channel` and never block. Speaks messages, sampling
@@ -35,7 +35,6 @@ from engine.prompt import Message, RenderedPrompt, render_prompt
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 
 @dataclass(frozen=True)
@@ -70,25 +69,14 @@ class ReplyStats:
         return (self.generated_tokens - 1) / elapsed if elapsed > 0 else None
 
 
-def check_model_folder(path: Path) -> None:
-    """Fail with a clear message when `path` is not a Hugging Face model folder with a tokenizer."""
-    if not path.is_dir():
-        raise ModelLoadError(f"Model folder {path} does not exist. Set CHAT_MODEL to a folder that holds "
-                             "config.json, the weights and the tokenizer.")
-    missing = [name for name in ("config.json", *_TOKENIZER_FILES) if not (path / name).is_file()]
-    if missing:
-        raise ModelLoadError(f"Model folder {path} lacks {', '.join(missing)}. Copy the complete model "
-                             "folder (as downloaded from ModelScope or Hugging Face).")
-
-
 class ChatEngine:
     """One process-wide engine. Build it with `ChatEngine.load`; share it between all chat sessions."""
 
-    def __init__(self, settings: Settings, tokenizer: PreTrainedTokenizerBase, llm: AsyncLLM,
+    def __init__(self, settings: Settings, model: Path, tokenizer: PreTrainedTokenizerBase, llm: AsyncLLM,
                  loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
         self.settings = settings
         self.tokenizer = tokenizer
-        self.model_name = Path(settings.model).name
+        self.model_name = model.name
         self.dtype = resolve_dtype(settings.dtype)
         self.load_seconds = 0.0  # measured by load(): folder checks, vLLM start-up and warm-up
         self._llm = llm
@@ -97,11 +85,10 @@ class ChatEngine:
         self._request_ids = itertools.count()
 
     @classmethod
-    def load(cls, settings: Settings) -> ChatEngine:
-        """Check the model, start the engine thread and build vLLM on it. Blocks until ready."""
+    def load(cls, settings: Settings, model: Path) -> ChatEngine:
+        """Start the engine thread and build vLLM on it for the model folder `model` (checked by
+        `engine.preflight`). Blocks until ready."""
         started = time.perf_counter()
-        model = Path(settings.model)
-        check_model_folder(model)
         tokenizer = AutoTokenizer.from_pretrained(model)
         if settings.threads:
             # vLLM's worker process reads its core binding from the environment it inherits.
@@ -134,7 +121,7 @@ class ChatEngine:
             loop.call_soon_threadsafe(loop.stop)
             raise ModelLoadError(f"The engine could not start on {model}: {error}. See the log above "
                                  "for vLLM's reason (unsupported model, not enough memory, ...).") from error
-        engine = cls(settings, tokenizer, llm, loop, thread)
+        engine = cls(settings, model, tokenizer, llm, loop, thread)
         engine._warm_up()
         engine.load_seconds = time.perf_counter() - started
         log.info("Engine ready: %s, %s, in %.1f s", engine.model_name, engine.dtype, engine.load_seconds)

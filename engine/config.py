@@ -16,12 +16,14 @@ from typing import Mapping
 from engine.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 DTYPES = ("auto", "bfloat16", "float32", "float16")
 
 
 @dataclass(frozen=True)
 class Settings:
-    model: str = ""  # CHAT_MODEL: a local Hugging Face model folder (Qwen instruct)
+    model: str = ""  # CHAT_MODEL: model folder, .gguf file or ModelScope id; empty = the bundled demo model
+    cache_dir: Path = CACHE_ROOT / "qwen-cpu-chat"  # CHAT_CACHE_DIR: where the demo model and converted GGUFs go
     dtype: str = "auto"  # CHAT_DTYPE: auto = bfloat16 where the CPU has avx512_bf16, else float32
     max_model_len: int = 4096  # CHAT_MAX_MODEL_LEN: context length in tokens (prompt + reply)
     kv_cache_gib: int = 2  # CHAT_KV_CACHE_GIB: KV cache allocated up front, in GiB
@@ -35,11 +37,6 @@ class Settings:
     prompts_dir: Path = PROJECT_ROOT / "prompts"  # CHAT_PROMPTS_DIR: folder of persona files
 
     def __post_init__(self) -> None:
-        if not self.model:
-            raise ConfigError(
-                "No model is configured. Set CHAT_MODEL to a local Qwen model folder "
-                "(for example CHAT_MODEL=/models/Qwen2.5-7B-Instruct), in the environment or in .env."
-            )
         if self.dtype not in DTYPES:
             raise ConfigError(f"CHAT_DTYPE={self.dtype!r} is not one of {', '.join(DTYPES)}.")
         if self.max_model_len < 256:

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import threading
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Callable
 
 from engine.chat_engine import ChatEngine
@@ -21,8 +22,10 @@ _lock = threading.Lock()
 _engine: Future[ChatEngine] | None = None
 
 
-def start_engine(settings: Settings, loader: Callable[[Settings], ChatEngine] = ChatEngine.load) -> None:
-    """Start loading the process-wide engine on a background thread; later calls do nothing."""
+def start_engine(settings: Settings, model: Path,
+                 loader: Callable[[Settings, Path], ChatEngine] = ChatEngine.load) -> None:
+    """Start loading the process-wide engine for the model folder `model` on a background thread;
+    later calls do nothing."""
     global _engine
     with _lock:
         if _engine is not None:
@@ -34,7 +37,7 @@ def start_engine(settings: Settings, loader: Callable[[Settings], ChatEngine] = 
 
     def load() -> None:
         try:
-            future.set_result(loader(settings))
+            future.set_result(loader(settings, model))
         except BaseException as error:  # handed to every waiting session, not lost on this thread
             log.error("The engine did not load: %s", error)
             future.set_exception(error)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Prepare this checkout: a virtual environment in .venv with the pinned packages, and with "test" also
-# Debian's Chromium and a CJK font for the browser tests. Safe to run again: it skips what is done.
+# Prepare this checkout: a virtual environment in .venv with the pinned packages and the model the app
+# will use (the bundled demo model unless CHAT_MODEL says otherwise: downloaded and converted once into
+# a cache outside the checkout). With "test": also the test packages, Debian's Chromium and a CJK font,
+# and always the demo model. Safe to run again: it skips what is done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,4 +29,7 @@ if [[ ${1:-} == test ]]; then
         $sudo_ apt-get update -qq
         DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
     fi
+    "$venv/bin/python" -m engine.prepare --demo
+else
+    "$venv/bin/python" -m engine.prepare
 fi

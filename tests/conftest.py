@@ -37,6 +37,19 @@ def paced_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def demo_model_dir() -> Path:
+    """The bundled demo model, which ./test.sh's set-up prepares: a test never downloads it."""
+    from engine.config import load_settings
+    from engine.errors import ChatError
+    from engine.model_source import resolve_model
+
+    try:
+        return resolve_model("", load_settings().cache_dir, prepare=False)
+    except ChatError as error:
+        pytest.fail(f"{error} (./test.sh prepares it before running the tests)")
+
+
+@pytest.fixture(scope="session")
 def tiny_tokenizer(tiny_model_dir: Path):
     from transformers import AutoTokenizer
 
@@ -50,7 +63,7 @@ def engine(tiny_model_dir: Path):
 
     settings = load_settings({"CHAT_MODEL": str(tiny_model_dir), "CHAT_KV_CACHE_GIB": "1",
                               "CHAT_MAX_MODEL_LEN": "2048"})
-    chat_engine = ChatEngine.load(settings)
+    chat_engine = ChatEngine.load(settings, tiny_model_dir)
     yield chat_engine
     chat_engine.shutdown()
 
@@ -64,7 +77,7 @@ def _free_port() -> int:
 class RunningApp:
     """`chainlit run app.py` in a subprocess of its own process group, with its log in a file."""
 
-    def __init__(self, model: Path, log_path: Path, **env: str) -> None:
+    def __init__(self, model: Path | str, log_path: Path, **env: str) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path

@@ -8,13 +8,25 @@ import pytest
 from tests.conftest import ROOT
 
 
+def run(command: list[str], **environment: str) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=ROOT, env={"PATH": "/usr/bin:/bin", **environment},
+                          capture_output=True, text=True, timeout=120)
+
+
 @pytest.mark.parametrize("environment, message", [
-    ({"CHAT_MODEL": "/nonexistent/model"}, "Model folder /nonexistent/model does not exist"),
-    ({"CHAT_MODEL": str(ROOT), "CHAT_TEMPERATURE": "warm"}, "CHAT_TEMPERATURE='warm' is not a valid float"),
+    ({"CHAT_MODEL": "/nonexistent/model"}, "CHAT_MODEL=/nonexistent/model: there is no such folder or file"),
+    ({"CHAT_MODEL": "{tiny}", "CHAT_KV_CACHE_GIB": "4096"}, "GiB of memory is available. Lower CHAT_KV_CACHE_GIB"),
+    ({"CHAT_MODEL": "{tiny}", "CHAT_TEMPERATURE": "warm"}, "CHAT_TEMPERATURE='warm' is not a valid float"),
 ])
-def test_bad_configuration_exits_with_a_clear_message(environment, message):
-    result = subprocess.run([sys.executable, "-m", "chainlit", "run", "app.py", "--headless"],
-                            cwd=ROOT, env={"PATH": "/usr/bin:/bin", **environment},
-                            capture_output=True, text=True, timeout=120)
+def test_bad_configuration_exits_with_a_clear_message(tiny_model_dir, environment, message):
+    environment = {name: value.format(tiny=tiny_model_dir) for name, value in environment.items()}
+    result = run([sys.executable, "-m", "chainlit", "run", "app.py", "--headless"], **environment)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_prepare_step_exits_with_a_clear_message():
+    result = run([sys.executable, "-m", "engine.prepare"], CHAT_MODEL="/nonexistent/model.gguf")
+    assert result.returncode == 2
+    assert "Cannot prepare the model: CHAT_MODEL=/nonexistent/model.gguf: there is no such" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,6 +1,7 @@
-"""End to end: `chainlit run app.py` on the paced test model, driven by Playwright in Debian's Chromium.
+"""End to end: `chainlit run app.py`, driven by Playwright in Debian's Chromium.
 
-One app serves every test here (session fixture `app`); the shutdown test starts its own.
+One app on the paced test model serves most tests here (session fixture `app`); the demo model's test
+and the shutdown test start their own.
 """
 
 from __future__ import annotations
@@ -132,6 +133,29 @@ def test_two_sessions_share_one_engine(browser, app):
     assert app.log().count("Engine ready") == 1
     for page in pages:
         page.close()
+
+
+@pytest.fixture(scope="module")
+def demo_app(demo_model_dir):
+    """The app as a new user runs it: no CHAT_MODEL, so the bundled demo model; greedy for a fixed answer."""
+    running = RunningApp("", ARTIFACTS / "app-demo.log", CHAT_TEMPERATURE="0")
+    running.wait_until_ready()
+    yield running
+    running.stop()
+
+
+def test_demo_model_answers_the_tour_guide_in_chinese(browser, demo_app):
+    question = "推荐三个广州的景点"
+    page = open_chat(browser, demo_app)
+    send(page, question)
+    page.wait_for_selector(REPLY, timeout=30_000)
+    page.wait_for_selector("#chat-submit", timeout=120_000)
+    text = page.locator(REPLY).last.inner_text()
+    assert "Qwen2.5-Coder-0.5B-Instruct" in demo_app.log()
+    assert len(re.findall(r"[\u4e00-\u9fff]", text.replace(question, ""))) >= 30, text
+    assert not re.search(r"<\|[a-z_]+\|>", text), text
+    page.screenshot(path=str(ARTIFACTS / "demo-chat.png"))
+    page.close()
 
 
 def test_ctrl_c_leaves_no_engine_process(tiny_model_dir):

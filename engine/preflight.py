@@ -1,0 +1,97 @@
+"""Checks on a model folder before the engine starts, each failing with a message that says what to do.
+
+The folder must hold a config, a tokenizer with a chat template and an architecture vLLM runs; the
+CPU must run the chosen dtype; weights, KV cache and the runtime must fit in the memory available.
+Catching these here turns a minute of vLLM start-up and a traceback into one line. Reads files and
+machine facts; starts nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import torch
+from safetensors import safe_open
+from vllm.model_executor.models import ModelRegistry
+from vllm.platforms import CpuArchEnum, current_platform
+
+from engine.config import Settings
+from engine.errors import ModelLoadError
+from engine.hardware import cpu_flags, resolve_dtype
+
+GIB = 1024**3
+# Measured beside the weights and the KV cache: the web process, vLLM's engine-core and worker processes
+# (Python, torch, kernels) and activations.
+RUNTIME_BYTES = 2 * GIB
+_STORED_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
+                 "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+_FLOATS = {"F64", "F32", "F16", "BF16"}
+
+
+def check_model(folder: Path, settings: Settings, *, flags: frozenset[str] | None = None,
+                available_bytes: int | None = None) -> None:
+    """Raise `ModelLoadError` with the reason if the engine could not run `folder` with `settings` here."""
+    check_files(folder)
+    check_architecture(folder)
+    check_dtype(settings.dtype, cpu_flags() if flags is None else flags)
+    needed = weight_bytes(folder, resolve_dtype(settings.dtype)) + settings.kv_cache_gib * GIB + RUNTIME_BYTES
+    available = psutil.virtual_memory().available if available_bytes is None else available_bytes
+    if needed > available:
+        raise ModelLoadError(
+            f"{folder.name} needs about {needed / GIB:.1f} GiB (weights, {settings.kv_cache_gib} GiB of KV cache "
+            f"and {RUNTIME_BYTES / GIB:.0f} GiB for the runtime) but only {available / GIB:.1f} GiB of memory is "
+            "available. Lower CHAT_KV_CACHE_GIB, free memory, or use a smaller or int8 model."
+        )
+
+
+def check_files(folder: Path) -> None:
+    if not folder.is_dir():
+        raise ModelLoadError(f"The model {folder} is not a folder. Set CHAT_MODEL to a folder that holds "
+                             "config.json, the weights and the tokenizer, or to a .gguf file.")
+    missing = [name for name in ("config.json", "tokenizer.json", "tokenizer_config.json")
+               if not (folder / name).is_file()]
+    if missing:
+        raise ModelLoadError(f"The model folder {folder} lacks {', '.join(missing)}. Copy the complete model "
+                             "folder (as downloaded from ModelScope or Hugging Face).")
+    tokenizer_config = _read_json(folder / "tokenizer_config.json")
+    if "chat_template" not in tokenizer_config and not (folder / "chat_template.jinja").is_file():
+        raise ModelLoadError(f"The tokenizer in {folder} has no chat template, so it cannot render a chat. "
+                             "Use an instruct (chat) model.")
+
+
+def check_architecture(folder: Path) -> None:
+    architectures = _read_json(folder / "config.json").get("architectures") or []
+    if not set(architectures) & ModelRegistry.get_supported_archs():
+        raise ModelLoadError(f"The model in {folder} is a {' / '.join(architectures) or 'model of unknown kind'}, "
+                             "which vLLM cannot run. Use a Qwen instruct model (Qwen2ForCausalLM, Qwen3ForCausalLM).")
+
+
+def check_dtype(setting: str, flags: frozenset[str]) -> None:
+    dtype = resolve_dtype(setting)
+    if current_platform.get_cpu_architecture() == CpuArchEnum.X86 and "avx2" not in flags:
+        raise ModelLoadError("This CPU lacks AVX2, the least vLLM's CPU engine needs on x86; it cannot run here.")
+    if getattr(torch, dtype) not in current_platform.supported_dtypes:
+        raise ModelLoadError(f"This CPU cannot run CHAT_DTYPE={dtype}; use CHAT_DTYPE=auto.")
+
+
+def weight_bytes(folder: Path, dtype: str) -> int:
+    """Bytes the weights take in memory: floating-point tensors in `dtype`, others (int8, scales) as stored."""
+    dtype_bytes = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    total = 0
+    for file in folder.glob("*.safetensors"):
+        with safe_open(file, framework="pt") as tensors:
+            for name in tensors.keys():
+                tensor = tensors.get_slice(name)
+                stored = tensor.get_dtype()
+                element = dtype_bytes if stored in _FLOATS else _STORED_BYTES.get(stored, 4)
+                total += torch.Size(tensor.get_shape()).numel() * element
+    return total or sum(file.stat().st_size for file in folder.glob("*.bin"))
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"{path} cannot be read as JSON ({error}); copy the model folder again.") from None

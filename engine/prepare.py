@@ -1,0 +1,37 @@
+"""`python -m engine.prepare [--demo]`: download or convert the configured model before the app starts.
+
+The set-up step (`scripts/setup.sh`, so `./run.sh` and `./test.sh`) runs this; it is the only place
+where models are downloaded or converted. It reads `.env` from the working directory as Chainlit does,
+so it prepares the model the app will use. Exits 2 with a one-line reason when it cannot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from dotenv import load_dotenv
+
+from engine.config import load_settings
+from engine.errors import ChatError
+from engine.model_source import resolve_model
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine.prepare", description=__doc__.splitlines()[0])
+    parser.add_argument("--demo", action="store_true", help="prepare the bundled demo model whatever CHAT_MODEL says")
+    arguments = parser.parse_args(argv)
+    load_dotenv(os.path.join(os.getcwd(), os.getenv("CHAINLIT_ENV_FILE", ".env")))
+    try:
+        settings = load_settings()
+        folder = resolve_model("" if arguments.demo else settings.model, settings.cache_dir, prepare=True)
+    except ChatError as error:
+        print(f"\nCannot prepare the model: {error}\n", file=sys.stderr)
+        return 2
+    print(f"==> Model ready: {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

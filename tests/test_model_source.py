@@ -1,0 +1,91 @@
+"""CHAT_MODEL resolved: local folder, .gguf file (converted once), ModelScope id, and the demo default."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from modelscope_hub.errors import NetworkError
+
+import engine.model_source as model_source
+from engine.errors import ModelLoadError
+from engine.model_source import resolve_model
+from tests.tiny_gguf import write_gguf
+
+
+def test_a_local_folder_is_used_as_it_is(tiny_model_dir, tmp_path):
+    assert resolve_model(str(tiny_model_dir), tmp_path, prepare=False) == tiny_model_dir
+
+
+def test_a_missing_path_says_what_chat_model_may_be(tmp_path):
+    with pytest.raises(ModelLoadError, match="no such folder or file.*ModelScope id"):
+        resolve_model(str(tmp_path / "nowhere"), tmp_path, prepare=True)
+
+
+def test_the_demo_model_is_never_fetched_by_the_app(tmp_path, monkeypatch):
+    monkeypatch.setattr(model_source, "fetch_demo_gguf", lambda folder: pytest.fail("the app fetched"))
+    with pytest.raises(ModelLoadError, match=r"demo model is not converted yet.*\./run\.sh"):
+        resolve_model("", tmp_path, prepare=False)
+
+
+def test_a_gguf_file_is_converted_once_and_a_damaged_copy_is_rebuilt(tiny_model_dir, tmp_path, monkeypatch):
+    gguf_file = write_gguf(tiny_model_dir, tmp_path / "tiny-q8.gguf")
+    cache = tmp_path / "cache"
+    with pytest.raises(ModelLoadError, match="not converted yet"):
+        resolve_model(str(gguf_file), cache, prepare=False)
+    folder = resolve_model(str(gguf_file), cache, prepare=True)
+    assert folder.name == "tiny-q8" and cache in folder.parents and (folder / "model.safetensors").is_file()
+
+    conversions = []
+    real_convert = model_source.convert_gguf
+    monkeypatch.setattr(model_source, "convert_gguf", lambda *args: (conversions.append(args), real_convert(*args)))
+    assert resolve_model(str(gguf_file), cache, prepare=False) == folder  # the app finds the converted copy
+    assert resolve_model(str(gguf_file), cache, prepare=True) == folder and conversions == []
+
+    with (folder / "model.safetensors").open("r+b") as weights:  # a disk error or an interrupted copy
+        weights.truncate(1000)
+    with pytest.raises(ModelLoadError, match="damaged"):
+        resolve_model(str(gguf_file), cache, prepare=False)
+    assert resolve_model(str(gguf_file), cache, prepare=True) == folder and len(conversions) == 1
+
+
+def fake_snapshot_download(folder: Path, cached: bool, online: bool, calls: list):
+    def snapshot_download(model_id, local_files_only=False):
+        calls.append((model_id, local_files_only))
+        if local_files_only and not cached:
+            raise model_source.CacheNotFound("not cached")
+        if not local_files_only and not online:
+            raise NetworkError("no network")
+        return str(folder)
+    return snapshot_download
+
+
+def test_a_modelscope_id_is_downloaded_by_the_setup_when_not_cached(tiny_model_dir, tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(model_source, "snapshot_download",
+                        fake_snapshot_download(tiny_model_dir, cached=False, online=True, calls=calls))
+    assert resolve_model("Qwen/Qwen2.5-7B-Instruct", tmp_path, prepare=True) == tiny_model_dir
+    assert calls == [("Qwen/Qwen2.5-7B-Instruct", True), ("Qwen/Qwen2.5-7B-Instruct", False)]
+
+
+def test_the_app_never_downloads_a_modelscope_id(tiny_model_dir, tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(model_source, "snapshot_download",
+                        fake_snapshot_download(tiny_model_dir, cached=False, online=True, calls=calls))
+    with pytest.raises(ModelLoadError, match="Qwen/Qwen2.5-7B-Instruct is not in ModelScope's cache"):
+        resolve_model("Qwen/Qwen2.5-7B-Instruct", tmp_path, prepare=False)
+    assert calls == [("Qwen/Qwen2.5-7B-Instruct", True)]
+
+
+def test_offline_and_not_cached_says_how_to_copy_the_model_in(tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(model_source, "snapshot_download",
+                        fake_snapshot_download(tiny_model_dir, cached=False, online=False, calls=[]))
+    with pytest.raises(ModelLoadError, match="Qwen/Qwen2.5-7B-Instruct is not cached here.*copy the model folder"):
+        resolve_model("Qwen/Qwen2.5-7B-Instruct", tmp_path, prepare=True)
+
+
+def test_offline_a_model_in_modelscopes_cache_is_found(tiny_model_dir, tmp_path, monkeypatch):
+    # ModelScope's own layout: <MODELSCOPE_CACHE>/models/<owner>/<name with dots as ___>.
+    cached = tmp_path / "modelscope" / "models" / "Qwen" / "Qwen2___5-0___5B-Instruct"
+    shutil.copytree(tiny_model_dir, cached)
+    monkeypatch.setenv("MODELSCOPE_CACHE", str(tmp_path / "modelscope"))
+    assert resolve_model("Qwen/Qwen2.5-0.5B-Instruct", tmp_path, prepare=False) == cached
