@@ -78,7 +78,7 @@ class ChatEngine:
         self.tokenizer = tokenizer
         self.model_name = model.name
         self.dtype = resolve_dtype(settings.dtype)
-        self.load_seconds = 0.0  # measured by load(): folder checks, vLLM start-up and warm-up
+        self.load_seconds = 0.0  # measured by load(): tokenizer, vLLM start-up and warm-up
         self._llm = llm
         self._loop = loop
         self._thread = thread

@@ -66,6 +66,8 @@ def _parse(name: str, text: str, kind: type) -> object:
         if lowered in ("0", "false", "no", "off", ""):
             return False
         raise ConfigError(f"{name}={text!r} is not a yes/no value; use true or false.")
+    if kind is Path:
+        return Path(text.strip()).expanduser()
     try:
         return kind(text.strip()) if kind is not str else text.strip()
     except ValueError:

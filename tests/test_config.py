@@ -19,8 +19,13 @@ def test_defaults_and_overrides():
         settings.model = "/other"
 
 
+def test_no_model_means_the_demo_model_and_paths_expand_the_home_folder(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/guide")
+    settings = load_settings({"CHAT_CACHE_DIR": "~/cache"})
+    assert settings.model == "" and str(settings.cache_dir) == "/home/guide/cache"
+
+
 @pytest.mark.parametrize("environ, names", [
-    ({}, "CHAT_MODEL"),
     ({"CHAT_MODEL": "/m", "CHAT_DTYPE": "int3"}, "CHAT_DTYPE"),
     ({"CHAT_MODEL": "/m", "CHAT_TEMPERATURE": "hot"}, "CHAT_TEMPERATURE"),
     ({"CHAT_MODEL": "/m", "CHAT_TOP_P": "0"}, "CHAT_TOP_P"),
