@@ -36,7 +36,8 @@ except ChatError as error:
 # costs the page at most 10 re-renders a second, while a 10 tokens/s model still streams per token.
 UI_UPDATE_INTERVAL = 0.1
 
-DEFAULT_SAMPLING = Sampling(SETTINGS.temperature, SETTINGS.top_p, SETTINGS.max_new_tokens)
+DEFAULT_SAMPLING = Sampling(SETTINGS.temperature, SETTINGS.top_p, SETTINGS.max_new_tokens,
+                            SETTINGS.top_k, SETTINGS.repetition_penalty)
 
 
 @cl.on_app_startup

@@ -42,6 +42,8 @@ class Sampling:
     temperature: float
     top_p: float
     max_new_tokens: int
+    top_k: int = 0  # 0 = off
+    repetition_penalty: float = 1.0  # 1 = off
     ignore_eos: bool = False  # benchmarks and tests generate an exact count
 
 
@@ -133,7 +135,7 @@ class ChatEngine:
         prompt = self.render("hello " * 200, [{"role": "user", "content": "hi"}], max_new_tokens=4)
 
         async def run() -> None:
-            for sampling in (Sampling(0.0, 1.0, 4), Sampling(0.7, 0.8, 4)):
+            for sampling in (Sampling(0.0, 1.0, 4), Sampling(0.7, 0.8, 4, top_k=20, repetition_penalty=1.05)):
                 async for _ in self.stream_reply(prompt, sampling, ReplyStats(len(prompt.token_ids))):
                     pass
 
@@ -188,6 +190,8 @@ class ChatEngine:
         params = SamplingParams(
             temperature=sampling.temperature,
             top_p=sampling.top_p,
+            top_k=sampling.top_k,
+            repetition_penalty=sampling.repetition_penalty,
             max_tokens=sampling.max_new_tokens,
             ignore_eos=sampling.ignore_eos,
             output_kind=RequestOutputKind.DELTA,

@@ -31,6 +31,8 @@ class Settings:
     engine_nice: int = 19  # CHAT_ENGINE_NICE: CPU priority of the engine, 0-19; 19 yields most to the web UI
     temperature: float = 0.7  # CHAT_TEMPERATURE: default sampling temperature; 0 = greedy
     top_p: float = 0.8  # CHAT_TOP_P: default nucleus sampling mass
+    top_k: int = 20  # CHAT_TOP_K: sample from the k likeliest tokens only; 0 = off (Qwen recommends 20)
+    repetition_penalty: float = 1.05  # CHAT_REPETITION_PENALTY: above 1 discourages loops; 1 = off
     max_new_tokens: int = 512  # CHAT_MAX_NEW_TOKENS: reply budget per answer, in tokens
     persona: str = "tour_guide"  # CHAT_PERSONA: default persona, a file name in prompts/ without .toml
     enable_thinking: bool = False  # CHAT_ENABLE_THINKING: template switch for Qwen3-style thinking
@@ -51,6 +53,10 @@ class Settings:
             raise ConfigError(f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2.")
         if not 0.0 < self.top_p <= 1.0:
             raise ConfigError(f"CHAT_TOP_P={self.top_p} must be above 0 and at most 1.")
+        if self.top_k < 0:
+            raise ConfigError(f"CHAT_TOP_K={self.top_k} must be 0 (off) or a number of tokens.")
+        if not 1.0 <= self.repetition_penalty <= 2.0:
+            raise ConfigError(f"CHAT_REPETITION_PENALTY={self.repetition_penalty} must be between 1 (off) and 2.")
         if not 1 <= self.max_new_tokens < self.max_model_len:
             raise ConfigError(
                 f"CHAT_MAX_NEW_TOKENS={self.max_new_tokens} must be at least 1 and below "

@@ -31,6 +31,8 @@ def test_no_model_means_the_demo_model_and_paths_expand_the_home_folder(monkeypa
     ({"CHAT_MODEL": "/m", "CHAT_TOP_P": "0"}, "CHAT_TOP_P"),
     ({"CHAT_MODEL": "/m", "CHAT_MAX_NEW_TOKENS": "5000"}, "CHAT_MAX_NEW_TOKENS"),
     ({"CHAT_MODEL": "/m", "CHAT_ENABLE_THINKING": "maybe"}, "CHAT_ENABLE_THINKING"),
+    ({"CHAT_REPETITION_PENALTY": "0.5"}, "CHAT_REPETITION_PENALTY"),
+    ({"CHAT_TOP_K": "-1"}, "CHAT_TOP_K"),
 ])
 def test_bad_values_name_the_variable(environ, names):
     with pytest.raises(ConfigError, match=names):

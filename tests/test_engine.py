@@ -41,6 +41,14 @@ async def test_greedy_is_deterministic_and_clean(engine):
     assert "".join(other) != "".join(first)
 
 
+async def test_top_k_and_repetition_penalty_reach_the_engine(engine):
+    greedy, _, _ = await _collect(engine)
+    only_the_likeliest, _, _ = await _collect(engine, sampling=Sampling(1.5, 1.0, 64, top_k=1))
+    assert "".join(only_the_likeliest) == "".join(greedy)  # top_k=1 leaves sampling no choice
+    penalised, _, _ = await _collect(engine, sampling=Sampling(0.0, 1.0, 64, repetition_penalty=2.0))
+    assert "".join(penalised) != "".join(greedy)
+
+
 async def test_special_tokens_never_reach_the_text(engine):
     # Sampled replies of the random model do produce special tokens; they must not show.
     for seed_question in ("你好", "hello", "早茶", "白云山"):
