@@ -44,6 +44,7 @@ def resolve_model(spec: str, cache_dir: Path, prepare: bool) -> Path:
 
 
 def _converted(folder: Path, source: Callable[[], Path], prepare: bool, what: str) -> Path:
+    """`folder` if it is complete; otherwise, when preparing, converted anew from the GGUF `source()` gives."""
     if is_complete(folder):
         return folder
     if not prepare:
