@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sys
 
 import chainlit as cl
@@ -15,11 +16,13 @@ import chainlit as cl
 from engine.chat_engine import ReplyStats, Sampling
 from engine.config import load_settings
 from engine.errors import ChatError, MessageTooLongError
+from engine.memory import GIB, MemoryGuard, MemoryMonitor
 from engine.model_source import resolve_model
 from engine.personas import Persona, load_personas
 from engine.preflight import check_model
-from engine.prompt import Message
+from engine.prompt import Message, RenderedPrompt
 from engine.service import is_ready, shutdown_engine, start_engine, wait_for_engine
+from ui.dashboard import Dashboard, footer
 
 log = logging.getLogger("app")
 
@@ -36,6 +39,8 @@ except ChatError as error:
 # costs the page at most 10 re-renders a second, while a 10 tokens/s model still streams per token.
 UI_UPDATE_INTERVAL = 0.1
 
+GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
+MEMORY = MemoryMonitor()
 DEFAULT_SAMPLING = Sampling(SETTINGS.temperature, SETTINGS.top_p, SETTINGS.max_new_tokens,
                             SETTINGS.top_k, SETTINGS.repetition_penalty)
 
@@ -63,26 +68,53 @@ def current_persona() -> Persona:
     return PERSONAS.get(cl.user_session.get("chat_profile") or "", next(iter(PERSONAS.values())))
 
 
+CHAT_SETTINGS = [
+    cl.input_widget.Switch(id="live_stats", label="实时统计（侧栏）Live statistics (sidebar)", initial=True),
+    cl.input_widget.Switch(id="teaching", label="教学视图：显示完整提示词 Teaching view: show the exact prompt",
+                           initial=False),
+]
+
+
 @cl.on_chat_start
 async def start_chat() -> None:
     cl.user_session.set("history", [])
-    if is_ready():
-        return
-    notice = cl.Message(content="⏳ 模型加载中，请稍候…  The model is loading, one moment…")
-    await notice.send()
-    try:
-        engine = await wait_for_engine()
-    except ChatError as error:
-        notice.content = f"❌ {error}"
-    else:
+    cl.user_session.set("options", await cl.ChatSettings(CHAT_SETTINGS).send())
+    if not is_ready():
+        notice = cl.Message(content="⏳ 模型加载中，请稍候…  The model is loading, one moment…")
+        await notice.send()
+        try:
+            engine = await wait_for_engine()
+        except ChatError as error:
+            notice.content = f"❌ {error}"
+            await notice.update()
+            return
         notice.content = f"✅ 模型已就绪：{engine.model_name}  The model is ready."
-    await notice.update()
+        await notice.update()
+    await show_dashboard()
+
+
+@cl.on_settings_update
+async def change_options(options: dict) -> None:
+    cl.user_session.set("options", options)
+    await show_dashboard()
+
+
+async def show_dashboard() -> None:
+    """Open (or re-open) the live statistics sidebar if this session wants it, else close it."""
+    if not cl.user_session.get("options")["live_stats"]:
+        cl.user_session.set("dashboard", None)
+        await cl.ElementSidebar.set_elements([])
+        return
+    dashboard = cl.user_session.get("dashboard") or Dashboard(await wait_for_engine(), GUARD, MEMORY)
+    cl.user_session.set("dashboard", dashboard)
+    await dashboard.refresh()
 
 
 @cl.on_message
 async def answer(message: cl.Message) -> None:
     try:
         engine = await wait_for_engine()
+        GUARD.check()
     except ChatError as error:
         await cl.ErrorMessage(content=str(error)).send()
         return
@@ -94,10 +126,14 @@ async def answer(message: cl.Message) -> None:
         history.pop()
         await cl.ErrorMessage(content=str(error)).send()
         return
+    if cl.user_session.get("options")["teaching"]:
+        await show_prompt(prompt)
 
     prompt_messages = len(history) - prompt.dropped_messages
     reply = cl.Message(content="")
     stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
+    dashboard: Dashboard | None = cl.user_session.get("dashboard")
+    ticker = asyncio.create_task(dashboard.follow(stats)) if dashboard else None
     try:
         async for text in engine.stream_reply(prompt, DEFAULT_SAMPLING, stats):
             await reply.stream_token(text)
@@ -105,13 +141,30 @@ async def answer(message: cl.Message) -> None:
     except ChatError as error:
         await cl.ErrorMessage(content=str(error)).send()
     finally:
-        log.info("Reply: prompt %d tokens in %d messages, %d generated, first token %s s, %s tokens/s, %s",
+        log.info("Reply: prompt %d tokens in %d messages, %d generated, first token %s s, %s tokens/s, %s, sidebar %s",
                  stats.prompt_tokens, prompt_messages, stats.generated_tokens, _round(stats.time_to_first_token),
-                 _round(stats.decode_tokens_per_second), stats.finish_reason)
+                 _round(stats.decode_tokens_per_second), stats.finish_reason, "on" if ticker else "off")
+        if ticker:
+            ticker.cancel()
         # A stopped reply stays in the chat and in the history as what the assistant said.
         if reply.content:
             history.append({"role": "assistant", "content": reply.content})
+            reply.elements = [footer(stats)]
             await reply.update()
+        if dashboard:
+            await dashboard.refresh()
+
+
+async def show_prompt(prompt: RenderedPrompt) -> None:
+    """The teaching view: the exact text the chat template produced, special tokens included."""
+    sampling = DEFAULT_SAMPLING
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", prompt.text)), default=0))
+    async with cl.Step(name="提示词 Prompt", type="tool", show_input=False) as step:
+        step.output = (
+            f"**{len(prompt.token_ids)} tokens** · temperature {sampling.temperature} · top_p {sampling.top_p} · "
+            f"top_k {sampling.top_k} · repetition_penalty {sampling.repetition_penalty} · "
+            f"max_new_tokens {sampling.max_new_tokens}\n\n{fence}text\n{prompt.text}\n{fence}"
+        )
 
 
 def _round(value: float | None) -> str:

@@ -31,6 +31,7 @@ from engine.bridge import Channel
 from engine.config import Settings
 from engine.errors import EngineUnavailableError, ModelLoadError
 from engine.hardware import resolve_dtype
+from engine.metrics import SchedulerSnapshot, SchedulerWatch
 from engine.prompt import Message, RenderedPrompt, render_prompt
 
 log = logging.getLogger(__name__)
@@ -75,13 +76,14 @@ class ChatEngine:
     """One process-wide engine. Build it with `ChatEngine.load`; share it between all chat sessions."""
 
     def __init__(self, settings: Settings, model: Path, tokenizer: PreTrainedTokenizerBase, llm: AsyncLLM,
-                 loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+                 watch: SchedulerWatch, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
         self.settings = settings
         self.tokenizer = tokenizer
         self.model_name = model.name
         self.dtype = resolve_dtype(settings.dtype)
         self.load_seconds = 0.0  # measured by load(): tokenizer, vLLM start-up and warm-up
         self._llm = llm
+        self._watch = watch
         self._loop = loop
         self._thread = thread
         self._request_ids = itertools.count()
@@ -114,8 +116,10 @@ class ChatEngine:
         thread = threading.Thread(target=run_engine_loop, name="chat-engine", daemon=True)
         thread.start()
 
+        watch = SchedulerWatch()
+
         async def build() -> AsyncLLM:
-            return AsyncLLM.from_engine_args(args)
+            return AsyncLLM.from_engine_args(args, stat_loggers=[watch.logger])
 
         try:
             llm = asyncio.run_coroutine_threadsafe(build(), loop).result()
@@ -123,7 +127,7 @@ class ChatEngine:
             loop.call_soon_threadsafe(loop.stop)
             raise ModelLoadError(f"The engine could not start on {model}: {error}. See the log above "
                                  "for vLLM's reason (unsupported model, not enough memory, ...).") from error
-        engine = cls(settings, model, tokenizer, llm, loop, thread)
+        engine = cls(settings, model, tokenizer, llm, watch, loop, thread)
         engine._warm_up()
         engine.load_seconds = time.perf_counter() - started
         log.info("Engine ready: %s, %s, in %.1f s", engine.model_name, engine.dtype, engine.load_seconds)
@@ -214,6 +218,10 @@ class ChatEngine:
 
     def running_requests(self) -> int:
         return self._llm.get_num_unfinished_requests()
+
+    def scheduler(self) -> SchedulerSnapshot:
+        """vLLM's latest report of requests running and waiting and of KV-cache usage."""
+        return self._watch.latest
 
     def shutdown(self) -> None:
         """Stop vLLM's processes and the engine thread. Safe to call more than once."""

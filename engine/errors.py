@@ -27,3 +27,7 @@ class MessageTooLongError(ChatError):
 
 class EngineUnavailableError(ChatError):
     """The engine failed or shut down; the reply cannot be produced."""
+
+
+class MemoryLowError(ChatError):
+    """The machine is short of memory, so no new reply is started until it recovers."""

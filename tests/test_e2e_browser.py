@@ -6,6 +6,7 @@ and the shutdown test start their own.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -43,13 +44,15 @@ def open_chat(browser, app, init_script: str | None = None):
     page = browser.new_page(locale="zh-CN")
     if init_script:
         page.add_init_script(init_script)
-    frames: list[str] = []
-    page.on("websocket", lambda socket: socket.on("framereceived", lambda frame: frames.append(str(frame))))
+    frames: list[tuple[float, str]] = []  # (time.monotonic() on arrival, text) of every socket frame
+    page.on("websocket", lambda socket: socket.on(
+        "framereceived", lambda frame: frames.append((time.monotonic(), str(frame)))))
+    page.frames_received = frames
     page.goto(app.url)
 
     def chat_started() -> bool:  # the server ran on_chat_start for this socket and ended that task
-        starts = [index for index, frame in enumerate(frames) if '"name":"on_chat_start"' in frame]
-        return bool(starts) and any("task_end" in frame for frame in frames[starts[0]:])
+        starts = [index for index, (_, frame) in enumerate(frames) if '"name":"on_chat_start"' in frame]
+        return bool(starts) and any("task_end" in frame for _, frame in frames[starts[0]:])
 
     deadline = time.monotonic() + 60
     while not chat_started():
@@ -138,7 +141,7 @@ def test_two_sessions_share_one_engine(browser, app):
 @pytest.fixture(scope="module")
 def demo_app(demo_model_dir):
     """The app as a new user runs it: no CHAT_MODEL, so the bundled demo model; greedy for a fixed answer."""
-    running = RunningApp("", ARTIFACTS / "app-demo.log", CHAT_TEMPERATURE="0")
+    running = RunningApp("", ARTIFACTS / "app-demo.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="200")
     running.wait_until_ready()
     yield running
     running.stop()
@@ -155,6 +158,124 @@ def test_demo_model_answers_the_tour_guide_in_chinese(browser, demo_app):
     assert len(re.findall(r"[\u4e00-\u9fff]", text.replace(question, ""))) >= 30, text
     assert not re.search(r"<\|[a-z_]+\|>", text), text
     page.screenshot(path=str(ARTIFACTS / "demo-chat.png"))
+    page.close()
+
+
+READ_STATS = "Object.fromEntries([...document.querySelectorAll('[data-stat]')].map(e => [e.dataset.stat, e.innerText]))"
+RECORD_STATS = """
+window.statHistory = [];
+new MutationObserver(() => {
+    const values = Object.fromEntries([...document.querySelectorAll('[data-stat]')].map(e => [e.dataset.stat, e.innerText]));
+    window.statHistory.push(values);
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+def set_option(page, switch: str, on: bool) -> None:
+    """Flip a chat setting in the settings dialog, as a user does."""
+    page.click("#chat-settings-open-modal")
+    if (page.get_attribute(f"#{switch}", "aria-checked") == "true") != on:
+        page.click(f"#{switch}")
+    page.click("#confirm")
+    page.wait_for_selector(f"#{switch}", state="detached")
+
+
+def socket_events(page, name: str) -> list[tuple[float, dict]]:
+    """The payloads of the socket.io events `name` the page received, with their arrival times."""
+    prefix = f'42["{name}",'
+    return [(at, json.loads(frame[2:])[1]) for at, frame in page.frames_received if frame.startswith(prefix)]
+
+
+def ask_and_wait(page, question: str) -> str:
+    send(page, question)
+    page.wait_for_selector(REPLY, timeout=30_000)
+    page.wait_for_selector("#chat-submit", timeout=180_000)
+    return page.locator(REPLY).last.inner_text()
+
+
+def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, demo_model_dir):
+    from transformers import AutoTokenizer
+
+    from engine.personas import load_personas
+    from tests.conftest import ROOT
+    from tests.test_memory import smaps_rollup_pss
+
+    page = open_chat(browser, demo_app, RECORD_STATS)
+    page.set_viewport_size({"width": 1400, "height": 900})  # the README's screenshot
+    page.wait_for_selector('[data-stat="app_memory_mib"]', timeout=30_000)
+    question = "推荐三个广州的景点"
+    ask_and_wait(page, question)
+    page.wait_for_selector('[data-stat="reply_footer"]', timeout=10_000)
+    time.sleep(1.0)  # the final refresh follows the footer
+    final = page.evaluate(READ_STATS)
+    history = page.evaluate("window.statHistory")
+    streaming = [values for values in history if values.get("running") == "1"]
+    # While the reply streamed, the sidebar changed several times a second: speed and memory moved.
+    assert len({values["tokens_per_s"] for values in streaming}) >= 3, streaming[-3:]
+    assert len({values["generated_tokens"] for values in streaming}) >= 10
+    assert len({(values["app_memory_mib"], values["system_used_mib"]) for values in streaming}) >= 2
+    assert final["running"] == "0" and final["model"].startswith("Qwen2.5-Coder-0.5B-Instruct")
+
+    # Token counts, exactly: the reply's raw text re-tokenised (+1 for the end-of-turn token the model
+    # generated and the text does not show), the prompt rendered again.
+    tokenizer = AutoTokenizer.from_pretrained(demo_model_dir)
+    reply_text = [step["output"] for _, step in socket_events(page, "update_message")
+                  if step["type"] == "assistant_message" and step["output"]][-1]
+    finished_by_stop = demo_app.reply_stats()[-1].split(", ")[-2] == "stop"
+    assert int(final["generated_tokens"]) == len(tokenizer.encode(reply_text)) + finished_by_stop
+    persona = load_personas(ROOT / "prompts", "tour_guide")[0]
+    prompt = tokenizer.apply_chat_template([{"role": "system", "content": persona.system_prompt},
+                                            {"role": "user", "content": question}], add_generation_prompt=True,
+                                           return_dict=False)
+    assert int(final["prompt_tokens"]) == len(prompt)
+
+    # Decode speed within 10% of tokens over the time between the stream's first and last delta here.
+    deltas = [at for at, event in socket_events(page, "stream_token") if event.get("token")]
+    browser_rate = (int(final["generated_tokens"]) - 1 - finished_by_stop) / (deltas[-1] - deltas[0])
+    assert abs(float(final["tokens_per_s"]) - browser_rate) <= 0.1 * browser_rate, (final, browser_rate)
+
+    # Memory within 5% of the kernel's PSS of the app and its engine processes, read here.
+    app_process = psutil.Process(demo_app.process.pid)
+    app_pids = [app_process.pid] + [child.pid for child in app_process.children(recursive=True)]
+    kernel_mib = sum(smaps_rollup_pss(pid) for pid in app_pids) / 2**20
+    assert abs(int(final["app_memory_mib"]) - kernel_mib) <= 0.05 * kernel_mib, (final, kernel_mib)
+    footer = page.locator('[data-stat="reply_footer"]').last.inner_text()
+    assert footer.startswith(f"{final['generated_tokens']} tokens · {final['tokens_per_s']} tokens/s")
+    page.screenshot(path=str(ARTIFACTS / "sidebar.png"))
+    page.close()
+
+
+def test_sidebar_costs_no_decode_speed(browser, demo_app):
+    """The same greedy reply, in fresh chats with the sidebar off and on, twice each, in this one run."""
+    speeds = {"off": [], "on": []}
+    for sidebar in ("off", "on", "off", "on"):
+        page = open_chat(browser, demo_app)
+        set_option(page, "live_stats", sidebar == "on")
+        ask_and_wait(page, "广州早茶有什么推荐？")
+        line = demo_app.reply_stats()[-1]
+        assert line.endswith(f"sidebar {sidebar}"), line
+        speeds[sidebar].append(float(re.search(r"([\d.]+) tokens/s", line).group(1)))
+        page.close()
+    mean = {state: sum(values) / len(values) for state, values in speeds.items()}
+    (ARTIFACTS / "sidebar-cost.json").write_text(json.dumps({"decode_tokens_per_s": speeds, "mean": mean}))
+    assert mean["on"] >= 0.8 * mean["off"], speeds  # generous: this only separates cheap from broken
+
+
+def test_teaching_view_shows_the_exact_prompt(browser, app, paced_model_dir):
+    from transformers import AutoTokenizer
+
+    page = open_chat(browser, app)
+    set_option(page, "teaching", True)
+    ask_and_wait(page, "你好")
+    steps = [step for _, step in socket_events(page, "update_message") if step["name"] == "提示词 Prompt"]
+    assert steps, "no prompt step was sent"
+    output = steps[-1]["output"]
+    prompt_text = output.split("```text\n", 1)[1].rsplit("\n```", 1)[0]
+    assert prompt_text.startswith("<|im_start|>system\n") and prompt_text.endswith("<|im_start|>user\n你好<|im_end|>\n<|im_start|>assistant\n")
+    tokens = len(AutoTokenizer.from_pretrained(paced_model_dir).encode(prompt_text))
+    assert f"**{tokens} tokens** · temperature 0.0 · top_p 0.8 · top_k 20" in output
+    page.get_by_text("提示词 Prompt").first.click()  # collapsed by default; a click opens it
+    page.wait_for_selector("text=<|im_start|>assistant", timeout=10_000)
     page.close()
 
 

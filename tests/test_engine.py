@@ -105,3 +105,17 @@ async def _eventually(condition, timeout=5.0) -> bool:
             return False
         await asyncio.sleep(0.02)
     return True
+
+
+async def test_scheduler_reports_running_requests_and_kv_cache_use(engine):
+    prompt = engine.render("你是导游", [{"role": "user", "content": "你好"}], 1500)
+    stream = engine.stream_reply(prompt, Sampling(0.0, 1.0, 1500, ignore_eos=True), ReplyStats(len(prompt.token_ids)))
+    count = 0
+    async for _ in stream:
+        count += 1
+        if count == 100:
+            during = engine.scheduler()
+    await asyncio.sleep(0.2)
+    after = engine.scheduler()
+    assert during.running == 1 and during.waiting == 0 and during.kv_cache_usage > 0
+    assert after.running == 0 and after.kv_cache_usage == 0 and after.at > during.at

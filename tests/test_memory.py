@@ -1,0 +1,69 @@
+"""Memory figures against the kernel's own accounting, the shared monitor, and the guard."""
+
+import os
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+import engine.memory as memory
+from engine.errors import MemoryLowError
+from engine.memory import GIB, MemoryGuard, MemoryMonitor, MemoryReading, tree_pss
+from engine.metrics import SchedulerSnapshot
+
+
+def smaps_rollup_pss(pid: int) -> int:
+    for line in open(f"/proc/{pid}/smaps_rollup"):
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no Pss line")
+
+
+def test_tree_pss_is_the_kernels_pss_of_every_process_in_the_tree():
+    child = subprocess.Popen([sys.executable, "-c", "import time; x = bytearray(50_000_000); time.sleep(30)"])
+    try:
+        time.sleep(1.5)  # let the child allocate
+        expected = smaps_rollup_pss(os.getpid()) + smaps_rollup_pss(child.pid)
+        measured = tree_pss(os.getpid())
+        assert abs(measured - expected) <= 0.05 * expected
+        assert measured > 50_000_000  # the child's buffer is counted
+    finally:
+        child.kill()
+
+
+def test_monitor_measures_pss_at_most_once_per_max_age(monkeypatch):
+    calls = []
+    monkeypatch.setattr(memory, "tree_pss", lambda pid: calls.append(pid) or 123)
+    monitor = MemoryMonitor(max_age=60)
+    first, second = monitor.read(), monitor.read()
+    assert first.app_pss == second.app_pss == 123 and len(calls) == 1
+    assert 0 < first.system_available <= first.system_total
+    assert MemoryMonitor(max_age=0).read().app_pss == 123 and len(calls) == 2
+
+
+def test_guard_refuses_new_replies_while_memory_is_low_and_resumes_by_itself():
+    available = [3 * GIB]
+    guard = MemoryGuard(2 * GIB, available=lambda: available[0])
+    guard.check()
+    available[0] = GIB // 2
+    assert guard.is_low()
+    with pytest.raises(MemoryLowError, match=r"0\.5 GiB available, below 2\.0 GiB.*try again"):
+        guard.check()
+    available[0] = 3 * GIB
+    guard.check()  # recovered: no restart, no reset needed
+
+
+def test_sidebar_shows_the_warning_when_memory_is_low():
+    from ui.dashboard import panel_props
+
+    engine = SimpleNamespace(scheduler=lambda: SchedulerSnapshot(1, 2, 0.25, 1.0), model_name="m", dtype="bfloat16",
+                             settings=SimpleNamespace(threads=0, max_model_len=4096))
+    guard = MemoryGuard(2 * GIB)
+    low = panel_props(engine, MemoryReading(GIB, 7 * GIB, GIB, 8 * GIB), guard, None, streaming=False)
+    assert low["memory"]["low"] and low["memory"]["available_mib"] == 1024
+    assert low["engine"] | {"model": None} == {"running": 1, "waiting": 2, "kv_cache_percent": 25.0, "model": None,
+                                                 "dtype": "bfloat16", "threads": "auto", "context": 4096}
+    fine = panel_props(engine, MemoryReading(GIB, 4 * GIB, 4 * GIB, 8 * GIB), guard, None, streaming=False)
+    assert not fine["memory"]["low"]

@@ -1,0 +1,95 @@
+"""The live statistics of a chat: the sidebar (`public/elements/StatsPanel.jsx`) and the footer under
+each reply (`public/elements/ReplyFooter.jsx`).
+
+`panel_props` turns measured figures into the sidebar's props (rounding only); `Dashboard` owns one
+session's sidebar element and refreshes it. Measuring is the engine's job: memory from
+`engine.memory`, queue and KV cache from vLLM's scheduler, reply timing from `ReplyStats`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import chainlit as cl
+
+from engine.chat_engine import ChatEngine, ReplyStats
+from engine.memory import MIB, MemoryGuard, MemoryMonitor, MemoryReading
+
+
+def panel_props(engine: ChatEngine, memory: MemoryReading, guard: MemoryGuard, reply: ReplyStats | None,
+                streaming: bool) -> dict:
+    scheduler = engine.scheduler()
+    return {
+        "memory": {
+            "app_mib": round(memory.app_pss / MIB),
+            "used_mib": round(memory.system_used / MIB),
+            "available_mib": round(memory.system_available / MIB),
+            "low": memory.system_available < guard.min_available,
+            "min_available_mib": round(guard.min_available / MIB),
+        },
+        "reply": {} if reply is None else {
+            "streaming": streaming,
+            "ttft_s": _round(reply.time_to_first_token, 2),
+            "tokens_per_s": _round(reply.decode_tokens_per_second, 1),
+            "prompt_tokens": reply.prompt_tokens,
+            "generated_tokens": reply.generated_tokens,
+        },
+        "engine": {
+            "running": scheduler.running,
+            "waiting": scheduler.waiting,
+            "kv_cache_percent": _round(100 * scheduler.kv_cache_usage, 1),
+            "model": engine.model_name,
+            "dtype": engine.dtype,
+            "threads": engine.settings.threads or "auto",
+            "context": engine.settings.max_model_len,
+        },
+        "updated": time.strftime("%H:%M:%S"),
+    }
+
+
+def footer(reply: ReplyStats) -> cl.CustomElement:
+    return cl.CustomElement(name="ReplyFooter", display="inline", props={
+        "generated_tokens": reply.generated_tokens,
+        "tokens_per_s": _round(reply.decode_tokens_per_second, 1),
+        "ttft_s": _round(reply.time_to_first_token, 2),
+    })
+
+
+TITLE = "运行状态 Live stats"
+
+
+class Dashboard:
+    """One session's sidebar. `refresh` re-measures and re-sends it; `follow` does so while a reply streams."""
+
+    INTERVAL = 0.4  # seconds between refreshes while a reply streams: more than twice a second
+
+    def __init__(self, engine: ChatEngine, guard: MemoryGuard, monitor: MemoryMonitor) -> None:
+        self._engine = engine
+        self._guard = guard
+        self._monitor = monitor
+        self._element: cl.CustomElement | None = None
+        self.last_reply: ReplyStats | None = None
+
+    async def refresh(self, streaming: bool = False) -> None:
+        memory = await asyncio.to_thread(self._monitor.read)
+        props = panel_props(self._engine, memory, self._guard, self.last_reply, streaming)
+        if self._element is None:
+            self._element = cl.CustomElement(name="StatsPanel", props=props, display="side")
+            await cl.ElementSidebar.set_elements([self._element])
+        else:
+            self._element.props = props
+            await self._element.update()
+        # Chainlit's sidebar falls back to the element's name as its title after an element update.
+        await cl.ElementSidebar.set_title(TITLE)
+
+    async def follow(self, reply: ReplyStats) -> None:
+        """Refresh every INTERVAL until cancelled (when the reply ends)."""
+        self.last_reply = reply
+        while True:
+            await self.refresh(streaming=True)
+            await asyncio.sleep(self.INTERVAL)
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
