@@ -117,6 +117,8 @@ async def answer(message: cl.Message) -> None:
         GUARD.check()
     except ChatError as error:
         await cl.ErrorMessage(content=str(error)).send()
+        if dashboard := cl.user_session.get("dashboard"):
+            await dashboard.refresh()  # shows the low-memory warning
         return
     history: list[Message] = cl.user_session.get("history")
     history.append({"role": "user", "content": message.content})

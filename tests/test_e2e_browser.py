@@ -279,6 +279,21 @@ def test_teaching_view_shows_the_exact_prompt(browser, app, paced_model_dir):
     page.close()
 
 
+def test_low_memory_refuses_new_replies_with_a_message(browser, tiny_model_dir):
+    # A threshold above this machine's memory: the guard must refuse, say why, and warn in the sidebar.
+    running = RunningApp(tiny_model_dir, ARTIFACTS / "app-low-memory.log", CHAT_MIN_AVAILABLE_GIB="100000")
+    running.wait_until_ready()
+    try:
+        page = open_chat(browser, running)
+        send(page, "你好")
+        page.wait_for_selector("text=服务器内存不足", timeout=30_000)
+        page.wait_for_selector('[data-stat="memory_warning"]', timeout=10_000)
+        assert not running.reply_stats()  # no request reached the engine
+        page.close()
+    finally:
+        running.stop()
+
+
 def test_ctrl_c_leaves_no_engine_process(tiny_model_dir):
     running = RunningApp(tiny_model_dir, ARTIFACTS / "app-shutdown.log")
     running.wait_until_ready()

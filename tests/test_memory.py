@@ -1,11 +1,11 @@
 """Memory figures against the kernel's own accounting, the shared monitor, and the guard."""
 
-import os
 import subprocess
 import sys
 import time
 from types import SimpleNamespace
 
+import psutil
 import pytest
 
 import engine.memory as memory
@@ -21,16 +21,25 @@ def smaps_rollup_pss(pid: int) -> int:
     raise AssertionError("no Pss line")
 
 
+HOLD_MEMORY = "import sys, time; x = bytearray(50_000_000); time.sleep(30)"
+
+
 def test_tree_pss_is_the_kernels_pss_of_every_process_in_the_tree():
-    child = subprocess.Popen([sys.executable, "-c", "import time; x = bytearray(50_000_000); time.sleep(30)"])
+    # A process holding 50 MB that starts a child holding another 50 MB.
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.Popen([sys.executable, "
+                               f"'-c', {HOLD_MEMORY!r}]); {HOLD_MEMORY}"])
     try:
-        time.sleep(1.5)  # let the child allocate
-        expected = smaps_rollup_pss(os.getpid()) + smaps_rollup_pss(child.pid)
-        measured = tree_pss(os.getpid())
+        time.sleep(2.0)  # both have allocated
+        pids = [parent.pid] + [child.pid for child in psutil.Process(parent.pid).children(recursive=True)]
+        assert len(pids) == 2
+        expected = sum(smaps_rollup_pss(pid) for pid in pids)
+        measured = tree_pss(parent.pid)
         assert abs(measured - expected) <= 0.05 * expected
-        assert measured > 50_000_000  # the child's buffer is counted
+        assert measured > 100_000_000  # both buffers are counted
     finally:
-        child.kill()
+        for child in psutil.Process(parent.pid).children(recursive=True):
+            child.kill()
+        parent.kill()
 
 
 def test_monitor_measures_pss_at_most_once_per_max_age(monkeypatch):
