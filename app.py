@@ -93,6 +93,15 @@ async def start_chat() -> None:
     await show_dashboard()
 
 
+@cl.on_chat_end
+async def end_chat() -> None:
+    """A closed tab or a lost socket: Chainlit keeps the session's task running, so cancel it here;
+    leaving the stream aborts the engine request instead of generating for nobody."""
+    task = cl.context.session.current_task
+    if task and not task.done():
+        task.cancel()
+
+
 @cl.on_settings_update
 async def change_options(options: dict) -> None:
     cl.user_session.set("options", options)

@@ -122,6 +122,20 @@ def test_stop_keeps_the_partial_reply(browser, app):
     page.close()
 
 
+def test_closing_the_tab_aborts_the_reply(browser, app):
+    page = open_chat(browser, app)
+    replies_before = len(app.reply_stats())
+    send(page, "介绍一下广州塔")
+    page.wait_for_selector(REPLY, timeout=30_000)
+    page.close()
+    closed = time.monotonic()
+    assert _wait(lambda: len(app.reply_stats()) > replies_before, timeout=10)
+    line = app.reply_stats()[-1]
+    assert "abort" in line and int(re.search(r"(\d+) generated", line).group(1)) < 200, line
+    assert time.monotonic() - closed < 5
+    assert re.search(r"Request chat-\d+ aborted after \d+ tokens", app.log())
+
+
 def test_two_sessions_share_one_engine(browser, app):
     pages = [open_chat(browser, app) for _ in range(2)]
     for page, question in zip(pages, ("广州早茶吃什么", "What is the Canton Tower?")):
