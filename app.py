@@ -13,7 +13,8 @@ import sys
 
 import chainlit as cl
 
-from engine.chat_engine import ReplyStats, Sampling
+from engine.admission import ReplyGate
+from engine.chat_engine import ChatEngine, ReplyStats, Sampling
 from engine.config import load_settings
 from engine.errors import ChatError, MessageTooLongError
 from engine.memory import GIB, MemoryGuard, MemoryMonitor
@@ -39,6 +40,7 @@ except ChatError as error:
 # costs the page at most 10 re-renders a second, while a 10 tokens/s model still streams per token.
 UI_UPDATE_INTERVAL = 0.1
 
+GATE = ReplyGate(SETTINGS.max_concurrent_replies)
 GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
 MEMORY = MemoryMonitor()
 DEFAULT_SAMPLING = Sampling(SETTINGS.temperature, SETTINGS.top_p, SETTINGS.max_new_tokens,
@@ -140,7 +142,39 @@ async def answer(message: cl.Message) -> None:
     if cl.user_session.get("options")["teaching"]:
         await show_prompt(prompt)
 
-    prompt_messages = len(history) - prompt.dropped_messages
+    notice = QueueNotice()
+    try:
+        async with GATE.turn(notice.show):
+            await notice.remove()
+            await stream_answer(engine, prompt, history, len(history) - prompt.dropped_messages)
+    finally:
+        await notice.remove()  # also when stopped, or the tab closed, while waiting
+
+
+class QueueNotice:
+    """The message a waiting visitor sees, with their place in the line, updated as it moves."""
+
+    def __init__(self) -> None:
+        self._message: cl.Message | None = None
+
+    async def show(self, place: int) -> None:
+        text = f"⏳ 排队中：您前面还有 {place - 1} 位。 Waiting: number {place} in line, your reply starts soon."
+        if self._message is None:
+            self._message = cl.Message(content=text)
+            await self._message.send()
+        else:
+            self._message.content = text
+            await self._message.update()
+
+    async def remove(self) -> None:
+        if self._message is not None:
+            await self._message.remove()
+            self._message = None
+
+
+async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, history: list[Message],
+                        prompt_messages: int) -> None:
+    """Stream one reply into a new message; keep what was said (also when stopped) in the history."""
     reply = cl.Message(content="")
     stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
     dashboard: Dashboard | None = cl.user_session.get("dashboard")

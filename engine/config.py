@@ -34,6 +34,7 @@ class Settings:
     top_k: int = 20  # CHAT_TOP_K: sample from the k likeliest tokens only; 0 = off (Qwen recommends 20)
     repetition_penalty: float = 1.05  # CHAT_REPETITION_PENALTY: above 1 discourages loops; 1 = off
     max_new_tokens: int = 512  # CHAT_MAX_NEW_TOKENS: reply budget per answer, in tokens
+    max_concurrent_replies: int = 8  # CHAT_MAX_CONCURRENT_REPLIES: replies generated at once; more wait in line
     min_available_gib: float = 1.0  # CHAT_MIN_AVAILABLE_GIB: below this much free memory no new reply starts; 0 = off
     persona: str = "tour_guide"  # CHAT_PERSONA: default persona, a file name in prompts/ without .toml
     enable_thinking: bool = False  # CHAT_ENABLE_THINKING: template switch for Qwen3-style thinking
@@ -54,6 +55,8 @@ class Settings:
             raise ConfigError(f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2.")
         if not 0.0 < self.top_p <= 1.0:
             raise ConfigError(f"CHAT_TOP_P={self.top_p} must be above 0 and at most 1.")
+        if self.max_concurrent_replies < 1:
+            raise ConfigError(f"CHAT_MAX_CONCURRENT_REPLIES={self.max_concurrent_replies} must be at least 1.")
         if self.min_available_gib < 0:
             raise ConfigError(f"CHAT_MIN_AVAILABLE_GIB={self.min_available_gib} must be 0 (off) or more.")
         if self.top_k < 0:

@@ -308,6 +308,29 @@ def test_low_memory_refuses_new_replies_with_a_message(browser, tiny_model_dir):
         running.stop()
 
 
+def test_replies_beyond_the_limit_wait_in_line_and_see_their_place(browser, paced_model_dir):
+    running = RunningApp(paced_model_dir, ARTIFACTS / "app-queue.log", CHAT_MAX_CONCURRENT_REPLIES="1",
+                         CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="100")
+    running.wait_until_ready()
+    try:
+        first, second = open_chat(browser, running), open_chat(browser, running)
+        send(first, "广州早茶吃什么")
+        first.wait_for_selector(REPLY, timeout=30_000)
+        send(second, "What is the Canton Tower?")
+        second.wait_for_selector("text=Waiting: number 1 in line", timeout=10_000)
+        assert "aborted" not in running.log() and len(running.reply_stats()) == 0  # the first is still going
+        for page in (first, second):
+            page.wait_for_selector(REPLY, timeout=60_000)
+            page.wait_for_selector("#chat-submit", timeout=60_000)
+        assert second.locator("text=in line").count() == 0  # the notice left when the turn came
+        texts = [page.locator(REPLY).last.inner_text() for page in (first, second)]
+        assert all(texts) and texts[0] != texts[1]
+        stats = running.reply_stats()
+        assert len(stats) == 2 and all(", length," in line for line in stats)  # both complete, one after the other
+    finally:
+        running.stop()
+
+
 def test_ctrl_c_leaves_no_engine_process(tiny_model_dir):
     running = RunningApp(tiny_model_dir, ARTIFACTS / "app-shutdown.log")
     running.wait_until_ready()
