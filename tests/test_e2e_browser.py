@@ -7,7 +7,9 @@ and the shutdown test start their own.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import time
 
 import psutil
@@ -340,6 +342,21 @@ def test_ctrl_c_leaves_no_engine_process(tiny_model_dir):
     time.sleep(1)
     assert _wait(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
                                  for pid in engine_pids), timeout=10)
+
+
+def test_sigterm_while_a_reply_streams_leaves_no_engine_process(browser, paced_model_dir):
+    running = RunningApp(paced_model_dir, ARTIFACTS / "app-sigterm.log", CHAT_TEMPERATURE="0")
+    running.wait_until_ready()
+    page = open_chat(browser, running)
+    send(page, "推荐三个广州的景点")
+    page.wait_for_selector(REPLY, timeout=30_000)
+    engine_pids = [proc.pid for proc in running.engine_processes()]
+    os.kill(running.process.pid, signal.SIGTERM)  # what a supervisor (systemd, docker stop) sends
+    stopped = time.monotonic()
+    assert _wait(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+                                 for pid in engine_pids), timeout=10)
+    assert running.process.wait(timeout=10) is not None and time.monotonic() - stopped < 10
+    page.close()
 
 
 def _wait(condition, timeout: float = 10) -> bool:
