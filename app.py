@@ -16,7 +16,7 @@ import chainlit as cl
 from engine.admission import ReplyGate
 from engine.chat_engine import ChatEngine, ReplyStats, Sampling
 from engine.config import load_settings
-from engine.errors import ChatError, MessageTooLongError
+from engine.errors import ChatError, MemoryLowError, MessageTooLongError
 from engine.memory import GIB, MemoryGuard, MemoryMonitor
 from engine.model_source import resolve_model
 from engine.personas import Persona, load_personas
@@ -81,18 +81,28 @@ CHAT_SETTINGS = [
 async def start_chat() -> None:
     cl.user_session.set("history", [])
     cl.user_session.set("options", await cl.ChatSettings(CHAT_SETTINGS).send())
-    if not is_ready():
-        notice = cl.Message(content="⏳ 模型加载中，请稍候…  The model is loading, one moment…")
-        await notice.send()
-        try:
-            engine = await wait_for_engine()
-        except ChatError as error:
-            notice.content = f"❌ {error}"
-            await notice.update()
-            return
-        notice.content = f"✅ 模型已就绪：{engine.model_name}  The model is ready."
-        await notice.update()
+    try:
+        await engine_with_notice()
+    except ChatError:
+        return
     await show_dashboard()
+
+
+async def engine_with_notice() -> ChatEngine:
+    """The engine; while it loads (at start, or again after a failure) a notice in the chat says so."""
+    if is_ready():
+        return await wait_for_engine()
+    notice = cl.Message(content="⏳ 模型加载中，请稍候…  The model is loading, one moment…")
+    await notice.send()
+    try:
+        engine = await wait_for_engine()
+    except ChatError as error:
+        notice.content = f"❌ {error}"
+        await notice.update()
+        raise
+    notice.content = f"✅ 模型已就绪：{engine.model_name}  The model is ready."
+    await notice.update()
+    return engine
 
 
 @cl.on_chat_end
@@ -116,20 +126,23 @@ async def show_dashboard() -> None:
         cl.user_session.set("dashboard", None)
         await cl.ElementSidebar.set_elements([])
         return
-    dashboard = cl.user_session.get("dashboard") or Dashboard(await wait_for_engine(), GUARD, MEMORY)
+    dashboard = cl.user_session.get("dashboard") or Dashboard(GUARD, MEMORY)
     cl.user_session.set("dashboard", dashboard)
-    await dashboard.refresh()
+    await dashboard.refresh(await wait_for_engine())
 
 
 @cl.on_message
 async def answer(message: cl.Message) -> None:
     try:
-        engine = await wait_for_engine()
+        engine = await engine_with_notice()
         GUARD.check()
-    except ChatError as error:
+    except MemoryLowError as error:
         await cl.ErrorMessage(content=str(error)).send()
         if dashboard := cl.user_session.get("dashboard"):
-            await dashboard.refresh()  # shows the low-memory warning
+            await dashboard.refresh(engine)  # shows the low-memory warning
+        return
+    except ChatError as error:
+        await cl.ErrorMessage(content=str(error)).send()
         return
     history: list[Message] = cl.user_session.get("history")
     history.append({"role": "user", "content": message.content})
@@ -178,7 +191,7 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, history: lis
     reply = cl.Message(content="")
     stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
     dashboard: Dashboard | None = cl.user_session.get("dashboard")
-    ticker = asyncio.create_task(dashboard.follow(stats)) if dashboard else None
+    ticker = asyncio.create_task(dashboard.follow(engine, stats)) if dashboard else None
     try:
         async for text in engine.stream_reply(prompt, DEFAULT_SAMPLING, stats):
             await reply.stream_token(text)
@@ -197,7 +210,7 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, history: lis
             reply.elements = [footer(stats)]
             await reply.update()
         if dashboard:
-            await dashboard.refresh()
+            await dashboard.refresh(engine)
 
 
 async def show_prompt(prompt: RenderedPrompt) -> None:

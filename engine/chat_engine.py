@@ -158,7 +158,8 @@ class ChatEngine:
     def _submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
         if self._llm.errored or not self._thread.is_alive():
             coroutine.close()
-            raise EngineUnavailableError("The model engine has stopped. Restart the app to chat again.")
+            raise EngineUnavailableError("模型引擎已停止，正在自动重启，请稍后再问。 The model engine has stopped and is "
+                                         "restarting; please ask again in a moment.")
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     async def _generate(self, prompt: RenderedPrompt, params: SamplingParams, request_id: str,
@@ -182,7 +183,9 @@ class ChatEngine:
             channel.close(EngineUnavailableError("The reply was cancelled because the engine is stopping."))
             raise
         except Exception as error:
-            channel.close(EngineUnavailableError(f"The model engine failed while answering: {error}"))
+            channel.close(EngineUnavailableError(
+                f"模型引擎出错，正在自动重启，请稍后再问。 The model engine failed while answering ({error}); it is "
+                "restarting, please ask again in a moment."))
             raise
         channel.close()
 
@@ -215,6 +218,10 @@ class ChatEngine:
                 job.cancel()
                 stats.finish_reason = "abort"
                 log.info("Request %s aborted after %d tokens", request_id, stats.generated_tokens)
+
+    def is_alive(self) -> bool:
+        """False once vLLM's engine processes have died (a killed worker, out of memory) or were shut down."""
+        return not self._llm.errored and self._thread.is_alive()
 
     def running_requests(self) -> int:
         return self._llm.get_num_unfinished_requests()

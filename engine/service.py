@@ -1,8 +1,12 @@
-"""The one engine of this process: started once, in the background, and reached through one accessor.
+"""The one engine of this process: started once, in the background, reached through one accessor, and
+rebuilt if it dies.
 
 `start_engine` begins loading on a background thread and returns at once, so the web server is up
 while the model loads; `wait_for_engine` lets any session await it; `is_ready` tells the UI whether to
-say it is loading. Tests hand in their own loader (a fake or a tiny real engine) through `start_engine`.
+say it is loading. A watchdog checks the engine every second: if vLLM's processes die (a killed worker,
+the kernel's out-of-memory killer), replies in flight end with a message, the dead engine's processes
+are shut down and a new engine is loaded with the same settings, while visitors are told it is loading.
+Tests hand in their own loader (a fake or a tiny real engine) through `start_engine`.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Callable
@@ -18,26 +23,34 @@ from engine.chat_engine import ChatEngine
 from engine.config import Settings
 
 log = logging.getLogger(__name__)
+WATCH_INTERVAL = 1.0  # seconds between checks that the engine is alive
 _lock = threading.Lock()
 _engine: Future[ChatEngine] | None = None
+_stopping = threading.Event()  # set at shutdown: an engine that stops then is not rebuilt
 
 
 def start_engine(settings: Settings, model: Path,
                  loader: Callable[[Settings, Path], ChatEngine] = ChatEngine.load) -> None:
-    """Start loading the process-wide engine for the model folder `model` on a background thread;
-    later calls do nothing."""
-    global _engine
+    """Start loading the process-wide engine for the model folder `model` on a background thread,
+    and the watchdog that rebuilds it if it dies; later calls do nothing."""
     with _lock:
         if _engine is not None:
             return
-        _engine = Future()
-        # A running future cannot be cancelled by one visitor's cancelled wait.
-        _engine.set_running_or_notify_cancel()
-    future = _engine
+        _load(lambda: loader(settings, model))
+    threading.Thread(target=_watch, args=(lambda dead: _replace(dead, lambda: loader(settings, model)),),
+                     name="engine-watchdog", daemon=True).start()
+
+
+def _load(build: Callable[[], ChatEngine]) -> None:
+    """Put a new loading future in place (the caller holds `_lock`) and fill it on a thread."""
+    global _engine
+    future: Future[ChatEngine] = Future()
+    future.set_running_or_notify_cancel()  # a running future cannot be cancelled by one visitor's wait
+    _engine = future
 
     def load() -> None:
         try:
-            future.set_result(loader(settings, model))
+            future.set_result(build())
         except BaseException as error:  # handed to every waiting session, not lost on this thread
             log.error("The engine did not load: %s", error)
             future.set_exception(error)
@@ -45,19 +58,44 @@ def start_engine(settings: Settings, model: Path,
     threading.Thread(target=load, name="engine-loader", daemon=True).start()
 
 
+def _replace(dead: ChatEngine, build: Callable[[], ChatEngine]) -> None:
+    log.error("The engine's processes died; shutting them down and loading the model again")
+
+    def rebuild() -> ChatEngine:
+        dead.shutdown()  # whatever of vLLM's processes is still alive
+        return build()
+
+    with _lock:
+        _load(rebuild)
+
+
+def _watch(replace: Callable[[ChatEngine], None]) -> None:
+    while not _stopping.wait(WATCH_INTERVAL):
+        future = _engine
+        if future.done() and future.exception() is None and not future.result().is_alive():
+            replace(future.result())
+
+
 def is_ready() -> bool:
-    """Whether the engine finished loading without an error."""
-    return _engine is not None and _engine.done() and _engine.exception() is None
+    """Whether the engine finished loading without an error and is alive."""
+    return (_engine is not None and _engine.done() and _engine.exception() is None
+            and _engine.result().is_alive())
 
 
 async def wait_for_engine() -> ChatEngine:
-    """The engine, once loaded; raises the loading error if it failed."""
+    """The engine, once loaded (or reloaded); raises the loading error if it failed."""
     if _engine is None:
         raise RuntimeError("start_engine() was not called")
-    return await asyncio.wrap_future(_engine)
+    while True:
+        future = _engine
+        engine = await asyncio.wrap_future(future)
+        if engine.is_alive() or _stopping.is_set():
+            return engine
+        await asyncio.sleep(WATCH_INTERVAL / 4)  # dead: the watchdog is about to put a new one in place
 
 
 def shutdown_engine() -> None:
-    """Shut the engine down if it finished loading (its vLLM processes with it)."""
-    if is_ready():
+    """Shut the engine down if it finished loading (its vLLM processes with it); no rebuild after."""
+    _stopping.set()
+    if _engine is not None and _engine.done() and _engine.exception() is None:
         _engine.result().shutdown()

@@ -68,6 +68,14 @@ def engine(tiny_model_dir: Path):
     chat_engine.shutdown()
 
 
+def smaps_rollup_pss(pid: int) -> int:
+    """The kernel's own PSS figure for one process, in bytes."""
+    for line in open(f"/proc/{pid}/smaps_rollup"):
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no Pss line for process {pid}")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -15,7 +15,8 @@ import time
 import psutil
 import pytest
 
-from tests.conftest import ARTIFACTS, CHROMIUM_ARGS, RunningApp
+from tests.browser import REPLY, open_chat, send
+from tests.conftest import ARTIFACTS, CHROMIUM_ARGS, RunningApp, smaps_rollup_pss
 
 pytestmark = pytest.mark.e2e
 
@@ -36,37 +37,6 @@ def browser(playwright_driver):
     chromium = playwright_driver.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
     yield chromium
     chromium.close()
-
-
-REPLY = '[data-step-type="assistant_message"] .message-content'
-
-
-def open_chat(browser, app, init_script: str | None = None):
-    """A new page with the chat loaded and its socket connected (a message sent before is lost)."""
-    page = browser.new_page(locale="zh-CN")
-    if init_script:
-        page.add_init_script(init_script)
-    frames: list[tuple[float, str]] = []  # (time.monotonic() on arrival, text) of every socket frame
-    page.on("websocket", lambda socket: socket.on(
-        "framereceived", lambda frame: frames.append((time.monotonic(), str(frame)))))
-    page.frames_received = frames
-    page.goto(app.url)
-
-    def chat_started() -> bool:  # the server ran on_chat_start for this socket and ended that task
-        starts = [index for index, (_, frame) in enumerate(frames) if '"name":"on_chat_start"' in frame]
-        return bool(starts) and any("task_end" in frame for _, frame in frames[starts[0]:])
-
-    deadline = time.monotonic() + 60
-    while not chat_started():
-        assert time.monotonic() < deadline, "the chat session did not start"
-        page.wait_for_timeout(100)
-    page.wait_for_selector("#chat-input:not([disabled])", timeout=60_000)
-    return page
-
-
-def send(page, text: str) -> None:
-    page.fill("#chat-input", text)
-    page.click("#chat-submit")
 
 
 RECORD_REPLY_LENGTHS = """
@@ -122,6 +92,23 @@ def test_stop_keeps_the_partial_reply(browser, app):
     assert _wait(lambda: app.reply_stats()[-1] != stopped_line)
     assert "in 3 messages" in app.reply_stats()[-1]
     page.close()
+
+
+def test_four_chats_stream_at_the_same_time(browser, app):
+    pages = [open_chat(browser, app, RECORD_STATS) for _ in range(4)]
+    for index, page in enumerate(pages):
+        send(page, f"第{index + 1}个问题：推荐广州的景点")
+    for page in pages:
+        page.wait_for_selector(REPLY, timeout=30_000)
+        page.wait_for_selector("#chat-submit", timeout=120_000)
+    # Interleaved: every chat received deltas before every other chat had received its last one.
+    spans = [[at for at, event in socket_events(page, "stream_token") if event.get("token")] for page in pages]
+    assert max(times[0] for times in spans) < min(times[-1] for times in spans)
+    # The engine's own scheduler ran the four together (its figure, shown in the sidebars).
+    running = {values.get("running") for page in pages for values in page.evaluate("window.statHistory")}
+    assert "4" in running, running
+    for page in pages:
+        page.close()
 
 
 def test_closing_the_tab_aborts_the_reply(browser, app):
@@ -214,7 +201,6 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
 
     from engine.personas import load_personas
     from tests.conftest import ROOT
-    from tests.test_memory import smaps_rollup_pss
 
     page = open_chat(browser, demo_app, RECORD_STATS)
     page.set_viewport_size({"width": 1400, "height": 900})  # the README's screenshot
@@ -342,6 +328,28 @@ def test_ctrl_c_leaves_no_engine_process(tiny_model_dir):
     time.sleep(1)
     assert _wait(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
                                  for pid in engine_pids), timeout=10)
+
+
+def test_a_dead_engine_is_reported_and_rebuilt(browser, paced_model_dir):
+    running = RunningApp(paced_model_dir, ARTIFACTS / "app-engine-fault.log", CHAT_TEMPERATURE="0",
+                         CHAT_MAX_NEW_TOKENS="100")
+    running.wait_until_ready()
+    try:
+        page = open_chat(browser, running)
+        send(page, "推荐三个广州的景点")
+        page.wait_for_selector(REPLY, timeout=30_000)
+        worker = next(proc for proc in running.engine_processes() if "Worker" in " ".join(proc.cmdline()))
+        worker.kill()  # what the kernel's out-of-memory killer does
+        page.wait_for_selector("text=正在自动重启", timeout=15_000)  # the visitor is told, no endless spinner
+        page.wait_for_selector("#chat-submit", timeout=15_000)
+        assert _wait(lambda: running.log().count("Engine ready") == 2, timeout=120)
+        send(page, "你好")  # the same chat goes on with the rebuilt engine
+        assert _wait(lambda: running.reply_stats() and ", length," in running.reply_stats()[-1], timeout=60)
+        assert running.process.poll() is None
+        assert len([proc for proc in running.engine_processes() if "EngineCore" in " ".join(proc.cmdline())]) == 1
+        page.close()
+    finally:
+        running.stop()
 
 
 def test_sigterm_while_a_reply_streams_leaves_no_engine_process(browser, paced_model_dir):

@@ -12,13 +12,7 @@ import engine.memory as memory
 from engine.errors import MemoryLowError
 from engine.memory import GIB, MemoryGuard, MemoryMonitor, MemoryReading, tree_pss
 from engine.metrics import SchedulerSnapshot
-
-
-def smaps_rollup_pss(pid: int) -> int:
-    for line in open(f"/proc/{pid}/smaps_rollup"):
-        if line.startswith("Pss:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no Pss line")
+from tests.conftest import smaps_rollup_pss
 
 
 HOLD_MEMORY = "import sys, time; x = bytearray(50_000_000); time.sleep(30)"

@@ -64,16 +64,15 @@ class Dashboard:
 
     INTERVAL = 0.4  # seconds between refreshes while a reply streams: more than twice a second
 
-    def __init__(self, engine: ChatEngine, guard: MemoryGuard, monitor: MemoryMonitor) -> None:
-        self._engine = engine
+    def __init__(self, guard: MemoryGuard, monitor: MemoryMonitor) -> None:
         self._guard = guard
         self._monitor = monitor
         self._element: cl.CustomElement | None = None
         self.last_reply: ReplyStats | None = None
 
-    async def refresh(self, streaming: bool = False) -> None:
+    async def refresh(self, engine: ChatEngine, streaming: bool = False) -> None:
         memory = await asyncio.to_thread(self._monitor.read)
-        props = panel_props(self._engine, memory, self._guard, self.last_reply, streaming)
+        props = panel_props(engine, memory, self._guard, self.last_reply, streaming)
         if self._element is None:
             self._element = cl.CustomElement(name="StatsPanel", props=props, display="side")
             await cl.ElementSidebar.set_elements([self._element])
@@ -83,11 +82,11 @@ class Dashboard:
         # Chainlit's sidebar falls back to the element's name as its title after an element update.
         await cl.ElementSidebar.set_title(TITLE)
 
-    async def follow(self, reply: ReplyStats) -> None:
+    async def follow(self, engine: ChatEngine, reply: ReplyStats) -> None:
         """Refresh every INTERVAL until cancelled (when the reply ends)."""
         self.last_reply = reply
         while True:
-            await self.refresh(streaming=True)
+            await self.refresh(engine, streaming=True)
             await asyncio.sleep(self.INTERVAL)
 
 
