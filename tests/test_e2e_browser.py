@@ -123,6 +123,11 @@ def test_closing_the_tab_aborts_the_reply(browser, app):
     assert "abort" in line and int(re.search(r"(\d+) generated", line).group(1)) < 200, line
     assert time.monotonic() - closed < 5
     assert re.search(r"Request chat-\d+ aborted after \d+ tokens", app.log())
+    # vLLM's own scheduler, as a new visitor's sidebar shows it: nothing is generating for nobody.
+    observer = open_chat(browser, app)
+    observer.wait_for_selector('[data-stat="running"]', timeout=30_000)
+    assert observer.locator('[data-stat="running"]').inner_text() == "0"
+    observer.close()
 
 
 def test_two_sessions_share_one_engine(browser, app):
@@ -352,14 +357,18 @@ def test_a_dead_engine_is_reported_and_rebuilt(browser, paced_model_dir):
         running.stop()
 
 
-def test_sigterm_while_a_reply_streams_leaves_no_engine_process(browser, paced_model_dir):
-    running = RunningApp(paced_model_dir, ARTIFACTS / "app-sigterm.log", CHAT_TEMPERATURE="0")
+@pytest.mark.parametrize("how", ["SIGTERM to the app", "Ctrl-C in its terminal"])
+def test_stopping_while_a_reply_streams_leaves_no_engine_process(browser, paced_model_dir, how):
+    running = RunningApp(paced_model_dir, ARTIFACTS / "app-signal.log", CHAT_TEMPERATURE="0")
     running.wait_until_ready()
     page = open_chat(browser, running)
     send(page, "推荐三个广州的景点")
     page.wait_for_selector(REPLY, timeout=30_000)
     engine_pids = [proc.pid for proc in running.engine_processes()]
-    os.kill(running.process.pid, signal.SIGTERM)  # what a supervisor (systemd, docker stop) sends
+    if how.startswith("SIGTERM"):
+        os.kill(running.process.pid, signal.SIGTERM)  # what a supervisor (systemd, docker stop) sends
+    else:
+        os.killpg(running.process.pid, signal.SIGINT)  # a terminal sends Ctrl-C to the whole group
     stopped = time.monotonic()
     assert _wait(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
                                  for pid in engine_pids), timeout=10)
