@@ -12,6 +12,7 @@ Tests hand in their own loader (a fake or a tiny real engine) through `start_eng
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 WATCH_INTERVAL = 1.0  # seconds between checks that the engine is alive
 _lock = threading.Lock()
 _engine: Future[ChatEngine] | None = None
+_build: Callable[[], ChatEngine] | None = None  # loads the engine with the settings it was started with
 _stopping = threading.Event()  # set at shutdown: an engine that stops then is not rebuilt
 
 
@@ -33,12 +35,13 @@ def start_engine(settings: Settings, model: Path,
                  loader: Callable[[Settings, Path], ChatEngine] = ChatEngine.load) -> None:
     """Start loading the process-wide engine for the model folder `model` on a background thread,
     and the watchdog that rebuilds it if it dies; later calls do nothing."""
+    global _build
     with _lock:
         if _engine is not None:
             return
-        _load(lambda: loader(settings, model))
-    threading.Thread(target=_watch, args=(lambda dead: _replace(dead, lambda: loader(settings, model)),),
-                     name="engine-watchdog", daemon=True).start()
+        _build = functools.partial(loader, settings, model)
+        _load(_build)
+    threading.Thread(target=_watch, name="engine-watchdog", daemon=True).start()
 
 
 def _load(build: Callable[[], ChatEngine]) -> None:
@@ -58,22 +61,22 @@ def _load(build: Callable[[], ChatEngine]) -> None:
     threading.Thread(target=load, name="engine-loader", daemon=True).start()
 
 
-def _replace(dead: ChatEngine, build: Callable[[], ChatEngine]) -> None:
-    log.error("The engine's processes died; shutting them down and loading the model again")
-
-    def rebuild() -> ChatEngine:
-        dead.shutdown()  # whatever of vLLM's processes is still alive
-        return build()
-
-    with _lock:
-        _load(rebuild)
-
-
-def _watch(replace: Callable[[ChatEngine], None]) -> None:
+def _watch() -> None:
     while not _stopping.wait(WATCH_INTERVAL):
         future = _engine
         if future.done() and future.exception() is None and not future.result().is_alive():
-            replace(future.result())
+            _rebuild(future.result())
+
+
+def _rebuild(dead: ChatEngine) -> None:
+    log.error("The engine's processes died; shutting them down and loading the model again")
+
+    def build() -> ChatEngine:
+        dead.shutdown()  # whatever of vLLM's processes is still alive
+        return _build()
+
+    with _lock:
+        _load(build)
 
 
 def is_ready() -> bool:
