@@ -170,12 +170,10 @@ def test_demo_model_answers_the_tour_guide_in_chinese(browser, demo_app):
 
 
 READ_STATS = "Object.fromEntries([...document.querySelectorAll('[data-stat]')].map(e => [e.dataset.stat, e.innerText]))"
-RECORD_STATS = """
+RECORD_STATS = f"""
 window.statHistory = [];
-new MutationObserver(() => {
-    const values = Object.fromEntries([...document.querySelectorAll('[data-stat]')].map(e => [e.dataset.stat, e.innerText]));
-    window.statHistory.push(values);
-}).observe(document, {subtree: true, childList: true, characterData: true});
+new MutationObserver(() => window.statHistory.push({READ_STATS}))
+    .observe(document, {{subtree: true, childList: true, characterData: true}});
 """
 
 
