@@ -29,7 +29,7 @@ log = logging.getLogger("app")
 
 try:
     SETTINGS = load_settings()
-    MODEL = resolve_model(SETTINGS.model, SETTINGS.cache_dir, prepare=False)
+    MODEL = resolve_model(SETTINGS.model, SETTINGS.cache_dir, prepare=False, weights=SETTINGS.weights)
     check_model(MODEL, SETTINGS)
     PERSONAS = {persona.name: persona for persona in load_personas(SETTINGS.prompts_dir, SETTINGS.persona)}
 except ChatError as error:

@@ -10,6 +10,7 @@ settings, text and measured statistics; knows nothing of Chainlit.
 from __future__ import annotations
 
 import asyncio
+import ctypes.util
 import itertools
 import logging
 import os
@@ -33,9 +34,11 @@ from engine.errors import EngineUnavailableError, ModelLoadError
 from engine.hardware import resolve_dtype
 from engine.metrics import SchedulerSnapshot, SchedulerWatch
 from engine.prompt import Message, RenderedPrompt, render_prompt
+from engine.quantize import weight_format
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+TCMALLOC = ctypes.util.find_library("tcmalloc_minimal")  # Debian's libtcmalloc-minimal4, if installed
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,34 @@ class ReplyStats:
         return (self.generated_tokens - 1) / elapsed if elapsed > 0 else None
 
 
+def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
+    """vLLM's engine arguments for `settings`; also sets the variables vLLM's worker processes read at start.
+
+    The defaults come from the benchmark (README, Performance): all cores bound to the engine, which
+    the web server preempts when it needs to (the engine runs at low priority); tcmalloc preloaded into
+    the engine's processes when the system has it; KV blocks of 32 tokens instead of vLLM's 128 on CPU, so
+    a persona's system prompt (about 80 tokens) is cached and shared by every chat instead of computed
+    for each; and at most `batch_tokens` per step, so chats that start together get first tokens in turn.
+    """
+    os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_gib)
+    if settings.threads:
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{settings.threads - 1}"
+    else:
+        os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = str(settings.reserved_cpus)
+    preload = os.environ.get("LD_PRELOAD", "")
+    if TCMALLOC and "tcmalloc" not in preload:
+        os.environ["LD_PRELOAD"] = f"{TCMALLOC}:{preload}" if preload else TCMALLOC
+    return {
+        "model": str(model),
+        "dtype": resolve_dtype(settings.dtype),
+        "max_model_len": settings.max_model_len,
+        "max_num_seqs": settings.max_concurrent_replies,
+        "max_num_batched_tokens": settings.batch_tokens,
+        "block_size": 32,
+        "enforce_eager": True,  # torch.compile gains ~5% here but triples start-up time (FACTS.md)
+    }
+
+
 class ChatEngine:
     """One process-wide engine. Build it with `ChatEngine.load`; share it between all chat sessions."""
 
@@ -81,6 +112,8 @@ class ChatEngine:
         self.tokenizer = tokenizer
         self.model_name = model.name
         self.dtype = resolve_dtype(settings.dtype)
+        # int8 linear layers (engine.quantize) or the 16/32-bit dtype every weight runs in.
+        self.weight_format = "int8" if weight_format(model) == "int8" else self.dtype
         self.load_seconds = 0.0  # measured by load(): tokenizer, vLLM start-up and warm-up
         self._llm = llm
         self._watch = watch
@@ -94,16 +127,7 @@ class ChatEngine:
         `engine.preflight`). Blocks until ready."""
         started = time.perf_counter()
         tokenizer = AutoTokenizer.from_pretrained(model)
-        if settings.threads:
-            # vLLM's worker process reads its core binding from the environment it inherits.
-            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{settings.threads - 1}"
-        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_gib)
-        args = AsyncEngineArgs(
-            model=str(model),
-            dtype=resolve_dtype(settings.dtype),
-            max_model_len=settings.max_model_len,
-            enforce_eager=True,  # torch.compile gains ~5% here but triples start-up time (FACTS.md)
-        )
+        args = AsyncEngineArgs(**engine_options(settings, model))
         loop = asyncio.new_event_loop()
 
         def run_engine_loop() -> None:
@@ -130,7 +154,8 @@ class ChatEngine:
         engine = cls(settings, model, tokenizer, llm, watch, loop, thread)
         engine._warm_up()
         engine.load_seconds = time.perf_counter() - started
-        log.info("Engine ready: %s, %s, in %.1f s", engine.model_name, engine.dtype, engine.load_seconds)
+        log.info("Engine ready: %s, %s weights, %s activations, in %.1f s", engine.model_name, engine.weight_format,
+                 engine.dtype, engine.load_seconds)
         return engine
 
     def _warm_up(self) -> None:

@@ -18,16 +18,20 @@ from engine.errors import ConfigError
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 DTYPES = ("auto", "bfloat16", "float32", "float16")
+WEIGHTS = ("auto", "int8", "original")
 
 
 @dataclass(frozen=True)
 class Settings:
     model: str = ""  # CHAT_MODEL: model folder, .gguf file or ModelScope id; empty = the bundled demo model
     cache_dir: Path = CACHE_ROOT / "qwen-cpu-chat"  # CHAT_CACHE_DIR: where the demo model and converted GGUFs go
+    weights: str = "auto"  # CHAT_WEIGHTS: auto = int8 for the demo model, yours as given; int8; original
     dtype: str = "auto"  # CHAT_DTYPE: auto = bfloat16 where the CPU has avx512_bf16, else float32
     max_model_len: int = 4096  # CHAT_MAX_MODEL_LEN: context length in tokens (prompt + reply)
     kv_cache_gib: int = 2  # CHAT_KV_CACHE_GIB: KV cache allocated up front, in GiB
-    threads: int = 0  # CHAT_THREADS: CPU cores for the engine; 0 = vLLM's automatic binding
+    threads: int = 0  # CHAT_THREADS: CPU cores for the engine, bound as 0-(N-1); 0 = all but CHAT_RESERVED_CPUS
+    reserved_cpus: int = 0  # CHAT_RESERVED_CPUS: with CHAT_THREADS=0, cores kept free of the engine (vLLM's default: 1)
+    batch_tokens: int = 256  # CHAT_BATCH_TOKENS: tokens per engine step (prompt chunks + one per running reply)
     engine_nice: int = 19  # CHAT_ENGINE_NICE: CPU priority of the engine, 0-19; 19 yields most to the web UI
     temperature: float = 0.7  # CHAT_TEMPERATURE: default sampling temperature; 0 = greedy
     top_p: float = 0.8  # CHAT_TOP_P: default nucleus sampling mass
@@ -43,12 +47,19 @@ class Settings:
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise ConfigError(f"CHAT_DTYPE={self.dtype!r} is not one of {', '.join(DTYPES)}.")
+        if self.weights not in WEIGHTS:
+            raise ConfigError(f"CHAT_WEIGHTS={self.weights!r} is not one of {', '.join(WEIGHTS)}.")
         if self.max_model_len < 256:
             raise ConfigError(f"CHAT_MAX_MODEL_LEN={self.max_model_len} is too small; use at least 256.")
         if self.kv_cache_gib < 1:
             raise ConfigError(f"CHAT_KV_CACHE_GIB={self.kv_cache_gib} must be at least 1.")
         if self.threads < 0:
             raise ConfigError(f"CHAT_THREADS={self.threads} must be 0 (automatic) or a number of cores.")
+        if self.reserved_cpus < 0:
+            raise ConfigError(f"CHAT_RESERVED_CPUS={self.reserved_cpus} must be 0 or a number of cores.")
+        if self.batch_tokens < max(64, self.max_concurrent_replies):
+            raise ConfigError(f"CHAT_BATCH_TOKENS={self.batch_tokens} must be at least 64 and at least "
+                              f"CHAT_MAX_CONCURRENT_REPLIES={self.max_concurrent_replies}.")
         if not 0 <= self.engine_nice <= 19:
             raise ConfigError(f"CHAT_ENGINE_NICE={self.engine_nice} must be between 0 and 19.")
         if not 0.0 <= self.temperature <= 2.0:

@@ -51,7 +51,7 @@ class MemoryMonitor:
     figures cost microseconds and are read fresh every time.
     """
 
-    def __init__(self, max_age: float = 2.0, pid: int | None = None) -> None:
+    def __init__(self, max_age: float = 10.0, pid: int | None = None) -> None:
         self.max_age = max_age
         self._pid = pid or os.getpid()
         self._lock = threading.Lock()

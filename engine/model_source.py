@@ -22,13 +22,22 @@ from engine.demo_model import fetch_demo_gguf
 from engine.errors import ModelLoadError
 from engine.gguf_import import convert_gguf
 from engine.model_cache import build_once, is_complete
+from engine.quantize import quantize_folder, weight_format
 
 MODELSCOPE_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 PREPARE_HINT = "Run ./run.sh (it prepares the model before starting the app) or `.venv/bin/python -m engine.prepare`."
 
 
-def resolve_model(spec: str, cache_dir: Path, prepare: bool) -> Path:
-    """The local folder for `spec` (the `CHAT_MODEL` setting); fetch or convert it only if `prepare`."""
+def resolve_model(spec: str, cache_dir: Path, prepare: bool, weights: str = "auto") -> Path:
+    """The local folder for `spec` (the `CHAT_MODEL` setting) in the `weights` format (`CHAT_WEIGHTS`); fetch,
+    convert or quantise it only if `prepare`."""
+    folder = _source_folder(spec, cache_dir, prepare)
+    if weights == "int8" or (weights == "auto" and not spec):
+        return _int8(folder, cache_dir, prepare, "The bundled demo model" if not spec else f"CHAT_MODEL={spec}")
+    return folder
+
+
+def _source_folder(spec: str, cache_dir: Path, prepare: bool) -> Path:
     if not spec:
         return _converted(cache_dir / "demo" / DEMO_NAME, lambda: fetch_demo_gguf(cache_dir / "demo"), prepare,
                           "The bundled demo model")
@@ -55,11 +64,29 @@ def _converted(folder: Path, source: Callable[[], Path], prepare: bool, what: st
     return build_once(folder, lambda out: convert_gguf(gguf, out))
 
 
+def _int8(folder: Path, cache_dir: Path, prepare: bool, what: str) -> Path:
+    """`folder` if it is int8 already, else its int8 copy in the cache, quantised once when preparing."""
+    if weight_format(folder) == "int8":
+        return folder
+    parent = folder.parent if folder.is_relative_to(cache_dir) else cache_dir / "int8" / _key(folder.resolve())
+    target = parent / f"{folder.name}-int8"
+    if is_complete(target):
+        return target
+    if not prepare:
+        raise ModelLoadError(f"{what} in int8 (CHAT_WEIGHTS) is not quantised yet, or its copy in {target} is "
+                             "damaged. " + PREPARE_HINT)
+    print(f"==> Quantising {folder.name} to int8 in {target} (once)")
+    return build_once(target, lambda out: quantize_folder(folder, out))
+
+
+def _key(text: object) -> str:
+    return hashlib.sha256(str(text).encode()).hexdigest()[:16]
+
+
 def _gguf_cache_folder(gguf: Path, cache_dir: Path) -> Path:
     """A folder per file version: a GGUF replaced in place (new size or time) is converted again."""
     status = gguf.stat()
-    key = hashlib.sha256(f"{gguf.resolve()}:{status.st_size}:{status.st_mtime_ns}".encode()).hexdigest()[:16]
-    return cache_dir / "gguf" / key / gguf.stem
+    return cache_dir / "gguf" / _key(f"{gguf.resolve()}:{status.st_size}:{status.st_mtime_ns}") / gguf.stem
 
 
 def _modelscope_folder(model_id: str, prepare: bool) -> Path:

@@ -25,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     load_dotenv(os.path.join(os.getcwd(), os.getenv("CHAINLIT_ENV_FILE", ".env")))
     try:
         settings = load_settings()
-        folder = resolve_model("" if arguments.demo else settings.model, settings.cache_dir, prepare=True)
+        folder = resolve_model("" if arguments.demo else settings.model, settings.cache_dir, prepare=True,
+                               weights=settings.weights)
     except ChatError as error:
         print(f"\nCannot prepare the model: {error}\n", file=sys.stderr)
         return 2

@@ -5,18 +5,12 @@ Everything expensive is session-scoped and shared. Nothing here downloads anythi
 
 from __future__ import annotations
 
-import os
-import re
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Iterator
 
-import psutil
 import pytest
 
+from bench.app_process import AppProcess
 from tests.tiny_model import build_tiny_qwen
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,51 +70,11 @@ def smaps_rollup_pss(pid: int) -> int:
     raise AssertionError(f"no Pss line for process {pid}")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class RunningApp:
-    """`chainlit run app.py` in a subprocess of its own process group, with its log in a file."""
+class RunningApp(AppProcess):
+    """The app on a test model, with a 1 GiB KV cache unless a test says otherwise."""
 
     def __init__(self, model: Path | str, log_path: Path, **env: str) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        environment = {**os.environ, "CHAT_MODEL": str(model), "CHAT_KV_CACHE_GIB": "1", **env}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "chainlit", "run", "app.py", "--headless", "--host", "127.0.0.1",
-             "--port", str(self.port)],
-            cwd=ROOT, env=environment, stdout=log_path.open("w"), stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait_until_ready(self, timeout: float = 180) -> None:
-        deadline = time.monotonic() + timeout
-        while "Engine ready" not in self.log():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the app did not start; its log:\n{self.log()[-5000:]}")
-            time.sleep(0.5)
-
-    def engine_processes(self) -> list[psutil.Process]:
-        return [child for child in psutil.Process(self.process.pid).children(recursive=True)
-                if "VLLM::" in " ".join(child.cmdline())]
-
-    def reply_stats(self) -> list[str]:
-        return re.findall(r"Reply: .*", self.log())
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, 2)  # what Ctrl-C in a terminal sends: SIGINT to the group
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, 9)
+        super().__init__(model, log_path, **{"CHAT_KV_CACHE_GIB": "1", **env})
 
 
 @pytest.fixture(scope="session")

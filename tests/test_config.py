@@ -33,6 +33,10 @@ def test_no_model_means_the_demo_model_and_paths_expand_the_home_folder(monkeypa
     ({"CHAT_MODEL": "/m", "CHAT_ENABLE_THINKING": "maybe"}, "CHAT_ENABLE_THINKING"),
     ({"CHAT_REPETITION_PENALTY": "0.5"}, "CHAT_REPETITION_PENALTY"),
     ({"CHAT_TOP_K": "-1"}, "CHAT_TOP_K"),
+    ({"CHAT_WEIGHTS": "int4"}, "CHAT_WEIGHTS"),
+    ({"CHAT_RESERVED_CPUS": "-1"}, "CHAT_RESERVED_CPUS"),
+    ({"CHAT_BATCH_TOKENS": "32"}, "CHAT_BATCH_TOKENS"),
+    ({"CHAT_BATCH_TOKENS": "100", "CHAT_MAX_CONCURRENT_REPLIES": "128"}, "CHAT_BATCH_TOKENS"),
 ])
 def test_bad_values_name_the_variable(environ, names):
     with pytest.raises(ConfigError, match=names):

@@ -162,7 +162,7 @@ def test_demo_model_answers_the_tour_guide_in_chinese(browser, demo_app):
     page.wait_for_selector(REPLY, timeout=30_000)
     page.wait_for_selector("#chat-submit", timeout=120_000)
     text = page.locator(REPLY).last.inner_text()
-    assert "Qwen2.5-Coder-0.5B-Instruct" in demo_app.log()
+    assert "Engine ready: Qwen2.5-Coder-0.5B-Instruct-Q4_K_M-int8, int8 weights" in demo_app.log()  # int8 by default
     assert len(re.findall(r"[\u4e00-\u9fff]", text.replace(question, ""))) >= 30, text
     assert not re.search(r"<\|[a-z_]+\|>", text), text
     page.screenshot(path=str(ARTIFACTS / "demo-chat.png"))
@@ -220,6 +220,7 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     assert len({values["generated_tokens"] for values in streaming}) >= 10
     assert len({(values["app_memory_mib"], values["system_used_mib"]) for values in streaming}) >= 2
     assert final["running"] == "0" and final["model"].startswith("Qwen2.5-Coder-0.5B-Instruct")
+    assert final["weights"] == "int8" and final["dtype"] == "bfloat16"
 
     # Token counts, exactly: the reply's raw text re-tokenised (+1 for the end-of-turn token the model
     # generated and the text does not show), the prompt rendered again.

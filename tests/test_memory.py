@@ -62,11 +62,11 @@ def test_sidebar_shows_the_warning_when_memory_is_low():
     from ui.dashboard import panel_props
 
     engine = SimpleNamespace(scheduler=lambda: SchedulerSnapshot(1, 2, 0.25, 1.0), model_name="m", dtype="bfloat16",
-                             settings=SimpleNamespace(threads=0, max_model_len=4096))
+                             weight_format="int8", settings=SimpleNamespace(threads=0, max_model_len=4096))
     guard = MemoryGuard(2 * GIB)
     low = panel_props(engine, MemoryReading(GIB, 7 * GIB, GIB, 8 * GIB), guard, None, streaming=False)
     assert low["memory"]["low"] and low["memory"]["available_mib"] == 1024
     assert low["engine"] | {"model": None} == {"running": 1, "waiting": 2, "kv_cache_percent": 25.0, "model": None,
-                                                 "dtype": "bfloat16", "threads": "auto", "context": 4096}
+                                                 "weights": "int8", "dtype": "bfloat16", "threads": "auto", "context": 4096}
     fine = panel_props(engine, MemoryReading(GIB, 4 * GIB, 4 * GIB, 8 * GIB), guard, None, streaming=False)
     assert not fine["memory"]["low"]

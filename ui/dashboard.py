@@ -40,6 +40,7 @@ def panel_props(engine: ChatEngine, memory: MemoryReading, guard: MemoryGuard, r
             "waiting": scheduler.waiting,
             "kv_cache_percent": _round(100 * scheduler.kv_cache_usage, 1),
             "model": engine.model_name,
+            "weights": engine.weight_format,
             "dtype": engine.dtype,
             "threads": engine.settings.threads or "auto",
             "context": engine.settings.max_model_len,

@@ -50,7 +50,8 @@ export default function StatsPanel() {
         <Row label="运行中 Running" stat="running" value={engine.running} />
         <Row label="排队 Waiting" stat="waiting" value={engine.waiting} />
         <Row label="模型 Model" stat="model" value={engine.model} />
-        <Row label="精度 Dtype" stat="dtype" value={engine.dtype} />
+        <Row label="权重 Weights" stat="weights" value={engine.weights} />
+        <Row label="计算精度 Compute dtype" stat="dtype" value={engine.dtype} />
         <Row label="线程 Threads" stat="threads" value={engine.threads} />
         <Row label="上下文 Context" stat="context" value={engine.context} unit="tokens" />
       </Section>

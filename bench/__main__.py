@@ -1,0 +1,102 @@
+"""`python -m bench [--quick]`: every system on the fixed workload, in one run on this machine.
+
+Measures the memory bandwidth and the decode ceilings it implies, the transformers baseline, this app's
+engine in bf16 and int8 at 1, 2, 4 and 8 chats, the full UI path at 1 and 8 chats, and llama.cpp when
+llama-cpp-python is installed; then writes results.json, chart.png and table.md. Each system runs in a
+fresh process. `--quick` runs 1 and 2 chats on the model given (the tests use their tiny model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+import psutil
+
+from bench.app_process import AppProcess
+from bench.bandwidth import bytes_per_token, read_bandwidth
+from bench.isolate import run_isolated
+from bench.report import write_report
+from bench.ui_path import serve
+from bench.workload import CONCURRENCY, NEW_TOKENS
+from engine.config import PROJECT_ROOT, load_settings
+from engine.demo_model import NAME as DEMO_NAME
+from engine.memory import tree_pss
+from engine.model_cache import build_once
+from engine.model_source import resolve_model
+from engine.quantize import quantize_folder
+
+
+def machine(bandwidth: float) -> dict:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    return {"cpu": cpu, "cores": psutil.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 1024**3, 1),
+            "read_bandwidth_gb_s": round(bandwidth / 1e9, 1)}
+
+
+def ui_runs(model: Path, concurrency: list[int], log: Path) -> dict:
+    app = AppProcess(model, log, CHAT_TEMPERATURE="0", CHAT_REPETITION_PENALTY="1",
+                     CHAT_MAX_NEW_TOKENS=str(NEW_TOKENS))
+    try:
+        app.wait_until_ready()
+        runs = [asyncio.run(serve(app.url, users)) for users in concurrency]
+        return {"memory_bytes": tree_pss(app.process.pid), "runs": runs}
+    finally:
+        app.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 and 2 chats only (under two minutes on a tiny model)")
+    parser.add_argument("--model", type=Path, help="16-bit model folder (default: the demo model)")
+    parser.add_argument("--int8", type=Path, help="its int8 folder (default: the demo's, or quantised on the spot)")
+    parser.add_argument("--gguf", type=Path, help="GGUF for llama.cpp (default: the demo's, if llama-cpp-python is "
+                                                  "installed)")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark", help="output folder")
+    arguments = parser.parse_args(argv)
+    settings = load_settings()
+    concurrency = [1, 2] if arguments.quick else list(CONCURRENCY)
+    ui_concurrency = [1, 2] if arguments.quick else [1, 8]
+    scratch = tempfile.TemporaryDirectory()
+    if arguments.model:
+        model = arguments.model
+        int8 = arguments.int8 or build_once(Path(scratch.name) / "int8", lambda out: quantize_folder(model, out))
+        gguf = arguments.gguf
+    else:
+        model = resolve_model("", settings.cache_dir, prepare=False, weights="original")
+        int8 = resolve_model("", settings.cache_dir, prepare=False, weights="int8")
+        gguf = arguments.gguf or settings.cache_dir / "demo" / f"{DEMO_NAME}.gguf"
+    arguments.out.mkdir(parents=True, exist_ok=True)
+
+    print("==> Memory bandwidth", flush=True)
+    bandwidth = read_bandwidth()
+    results = {"machine": machine(bandwidth), "model": model.name, "new_tokens": NEW_TOKENS, "quick": arguments.quick,
+               "ceilings": {fmt: bandwidth / bytes_per_token(folder) for fmt, folder in
+                            (("bf16", model), ("int8", int8))}, "systems": {}}
+    systems = results["systems"]
+    print("==> transformers generate, bf16, users one after another", flush=True)
+    systems["transformers_bf16_sequential"] = run_isolated("bench.baseline:run", model=str(model),
+                                                           users=max(concurrency))
+    for fmt, folder in (("bf16", model), ("int8", int8)):
+        print(f"==> This app's engine, {fmt}, {concurrency} chats at once", flush=True)
+        systems[f"engine_{fmt}"] = run_isolated("bench.engine_runs:run", model=str(folder), concurrency=concurrency)
+    print(f"==> The full UI path (Chainlit app, int8), {ui_concurrency} chats at once", flush=True)
+    systems["ui_int8"] = ui_runs(int8, ui_concurrency, Path(scratch.name) / "app.log")
+    if gguf and gguf.is_file() and importlib.util.find_spec("llama_cpp"):
+        print("==> llama.cpp on the 4-bit GGUF, users one after another", flush=True)
+        systems["llama_cpp_q4_sequential"] = run_isolated("bench.llama_ref:run", gguf=str(gguf),
+                                                          tokenizer_folder=str(model), users=max(concurrency))
+    else:
+        print("==> llama.cpp skipped (llama-cpp-python is not installed, or no GGUF)", flush=True)
+    write_report(results, arguments.out)
+    print((arguments.out / "table.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The app as its users start it: `chainlit run app.py` in a process group of its own, its log in a file.
+
+Used by the benchmark's UI path and by the tests. Stopped the way a presenter stops it, with Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from engine.config import PROJECT_ROOT
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class AppProcess:
+    """`chainlit run app.py` in a subprocess of its own process group, with its log in a file."""
+
+    def __init__(self, model: Path | str, log_path: Path, **env: str) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        environment = {**os.environ, "CHAT_MODEL": str(model), **env}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "chainlit", "run", "app.py", "--headless", "--host", "127.0.0.1",
+             "--port", str(self.port)],
+            cwd=PROJECT_ROOT, env=environment, stdout=log_path.open("w"), stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_until_ready(self, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while "Engine ready" not in self.log():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the app did not start; its log:\n{self.log()[-5000:]}")
+            time.sleep(0.5)
+
+    def engine_processes(self) -> list[psutil.Process]:
+        return [child for child in psutil.Process(self.process.pid).children(recursive=True)
+                if "VLLM::" in " ".join(child.cmdline())]
+
+    def reply_stats(self) -> list[str]:
+        return re.findall(r"Reply: .*", self.log())
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, 2)  # what Ctrl-C in a terminal sends: SIGINT to the group
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, 9)

@@ -1,0 +1,45 @@
+"""This app's engine (`engine.chat_engine.ChatEngine`, with the app's settings) serving N chats at once.
+
+The N requests are submitted together from one asyncio loop, as the app's sessions submit theirs, and
+read through the same text channel; times are the engine's own token events (`ReplyStats`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from bench.workload import CONCURRENCY, NEW_TOKENS, Reply, prompts, summarise
+from engine.chat_engine import ChatEngine, ReplyStats, Sampling
+from engine.config import load_settings
+from engine.memory import tree_pss
+
+GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=NEW_TOKENS, ignore_eos=True)
+
+
+async def _serve(engine: ChatEngine, users: int) -> dict:
+    rendered = prompts(engine.tokenizer, users, engine.settings.max_model_len)
+    stats = [ReplyStats(len(prompt.token_ids)) for prompt in rendered]
+
+    async def chat(prompt, reply_stats) -> None:
+        async for _ in engine.stream_reply(prompt, GREEDY, reply_stats):
+            pass
+
+    arrival = time.perf_counter()
+    await asyncio.gather(*(chat(prompt, reply_stats) for prompt, reply_stats in zip(rendered, stats)))
+    assert all(reply.generated_tokens == NEW_TOKENS for reply in stats), [reply.generated_tokens for reply in stats]
+    return summarise([Reply(reply.first_token_at - arrival, reply.last_token_at - arrival, reply.generated_tokens)
+                      for reply in stats])
+
+
+def run(model: str, concurrency: list[int] = list(CONCURRENCY)) -> dict:
+    settings = load_settings()
+    engine = ChatEngine.load(settings, Path(model))
+    try:
+        runs = [asyncio.run(_serve(engine, users)) for users in concurrency]
+        return {"load_seconds": engine.load_seconds, "weights": engine.weight_format,
+                "memory_bytes": tree_pss(os.getpid()), "runs": runs}
+    finally:
+        engine.shutdown()

@@ -1,0 +1,135 @@
+"""`python -m bench.quality [--quick]`: how much int8 weights cost in quality, measured by the engine itself.
+
+Perplexity of each model on `bench/heldout.txt` (Chinese and English prose written for this project,
+never seen in training), from the log-probabilities vLLM gives every token of a prompt, in windows of
+1,024 tokens; and the greedy answers of both models to a fixed set of questions, side by side. Each model
+runs in its own process with the app's engine settings. Writes quality.json and quality.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.isolate import run_isolated
+from engine.config import PROJECT_ROOT, load_settings
+from engine.model_cache import build_once
+from engine.model_source import resolve_model
+from engine.quantize import quantize_folder
+
+TEXT = Path(__file__).with_name("heldout.txt")
+ENGLISH_STARTS = "The morning ferry"
+WINDOW = 1024
+QUESTIONS = [
+    "推荐三个广州的景点，并说明理由。",
+    "广州早茶有哪些必点的点心？",
+    "带孩子在广州玩一天，怎么安排比较好？",
+    "What is the best way to spend one day in Guangzhou?",
+    "Which Cantonese dim sum should a first-time visitor try?",
+]
+
+
+def held_out_texts(quick: bool) -> dict[str, str]:
+    text = TEXT.read_text(encoding="utf-8")
+    chinese, english = text.split(ENGLISH_STARTS, 1)
+    texts = {"zh": chinese.strip(), "en": ENGLISH_STARTS + english}
+    return {language: part[:600] if quick else part for language, part in texts.items()}
+
+
+def score(model: str, quick: bool) -> dict:
+    """In a fresh process: every held-out token's log-probability, and the greedy answers."""
+    from transformers import AutoTokenizer
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    from bench.workload import system_prompt
+    from engine.chat_engine import engine_options
+    from engine.prompt import render_prompt
+
+    settings = load_settings()
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    llm = LLM(**engine_options(settings, Path(model)))
+    logprobs = {}
+    for language, text in held_out_texts(quick).items():
+        ids = tokenizer(text).input_ids
+        windows = [TokensPrompt(prompt_token_ids=ids[start:start + WINDOW]) for start in range(0, len(ids), WINDOW)]
+        outputs = llm.generate(windows, SamplingParams(max_tokens=1, prompt_logprobs=0), use_tqdm=False)
+        logprobs[language] = [entry[token].logprob for window, output in zip(windows, outputs)
+                              for token, entry in zip(window["prompt_token_ids"][1:], output.prompt_logprobs[1:])]
+    questions = QUESTIONS[:2] if quick else QUESTIONS
+    prompts = [TokensPrompt(prompt_token_ids=render_prompt(tokenizer, system_prompt(), [{"role": "user", "content": q}],
+                                                           budget=settings.max_model_len - 256).token_ids)
+               for q in questions]
+    answers = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=32 if quick else 200), use_tqdm=False)
+    return {"logprobs": logprobs, "answers": [answer.outputs[0].text for answer in answers]}
+
+
+def perplexity(logprobs: list[float]) -> float:
+    return math.exp(-sum(logprobs) / len(logprobs))
+
+
+def report(original: dict, int8: dict, questions: list[str]) -> dict:
+    languages = list(original["logprobs"])
+    every = {name: [value for language in languages for value in run["logprobs"][language]]
+             for name, run in (("original", original), ("int8", int8))}
+    result = {"tokens": {language: len(original["logprobs"][language]) for language in languages}}
+    for name, run in (("original", original), ("int8", int8)):
+        result[name] = {"perplexity": perplexity(every[name]),
+                        **{f"perplexity_{language}": perplexity(run["logprobs"][language]) for language in languages}}
+    result["int8_vs_original"] = result["int8"]["perplexity"] / result["original"]["perplexity"] - 1
+    result["mean_abs_logprob_difference"] = sum(abs(a - b) for a, b in zip(every["original"], every["int8"])) / len(
+        every["original"])
+    result["answers"] = [{"question": q, "original": a, "int8": b}
+                         for q, a, b in zip(questions, original["answers"], int8["answers"])]
+    return result
+
+
+def markdown(result: dict, names: tuple[str, str]) -> str:
+    lines = [f"Perplexity on `bench/heldout.txt` ({result['tokens']['zh']} Chinese + {result['tokens']['en']} "
+             f"English tokens), lower is better:", "",
+             "| Weights | All | Chinese | English |", "|---|---:|---:|---:|"]
+    for key, name in zip(("original", "int8"), names):
+        figures = result[key]
+        lines.append(f"| {name} | {figures['perplexity']:.3f} | {figures['perplexity_zh']:.3f} | "
+                     f"{figures['perplexity_en']:.3f} |")
+    lines += ["", f"int8 against the original: {100 * result['int8_vs_original']:+.2f} % perplexity; each token's "
+              f"log-probability moved by {result['mean_abs_logprob_difference']:.3f} on average.", "",
+              "Greedy answers:", "", f"| Question | {names[0]} | {names[1]} |", "|---|---|---|"]
+    for answer in result["answers"]:
+        cells = [answer["question"], answer["original"], answer["int8"]]
+        lines.append("| " + " | ".join(cell.replace("\n", "<br>").replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="600 characters of each language, two short answers")
+    parser.add_argument("--model", type=Path, help="16-bit model folder (default: the demo model)")
+    parser.add_argument("--int8", type=Path, help="its int8 folder (default: the demo's, or quantised on the spot)")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark", help="output folder")
+    arguments = parser.parse_args(argv)
+    scratch = tempfile.TemporaryDirectory()
+    if arguments.model:
+        model = arguments.model
+        int8 = arguments.int8 or build_once(Path(scratch.name) / "int8", lambda out: quantize_folder(model, out))
+    else:
+        cache = load_settings().cache_dir
+        model = resolve_model("", cache, prepare=False, weights="original")
+        int8 = resolve_model("", cache, prepare=False, weights="int8")
+    original_run = run_isolated("bench.quality:score", model=str(model), quick=arguments.quick)
+    int8_run = run_isolated("bench.quality:score", model=str(int8), quick=arguments.quick)
+    result = report(original_run, int8_run, QUESTIONS)
+    arguments.out.mkdir(parents=True, exist_ok=True)
+    (arguments.out / "quality.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    text = markdown(result, (f"{model.name} (16-bit)", "int8"))
+    (arguments.out / "quality.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The fixed workload every system runs, and how one run of it is summarised.
+
+The tour guide's system prompt and its template, one user question of 20 to 60 tokens per chat,
+128 new tokens per reply, greedy, end-of-sequence ignored so every system generates the same count, all
+chats arriving at once. Times are seconds from that common arrival, taken at each system's token events.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+
+from engine.config import PROJECT_ROOT
+from engine.personas import load_personas
+from engine.prompt import RenderedPrompt, render_prompt
+
+NEW_TOKENS = 128
+CONCURRENCY = (1, 2, 4, 8)
+QUESTIONS = [
+    "我第一次来广州，只有一天时间，请帮我安排一条从早到晚的详细路线，包括交通方式和每个地方大概停留多久。",
+    "广州早茶有哪些必点的点心？请逐一介绍它们的做法、口味和适合搭配的茶。",
+    "Please plan a relaxed family day in Guangzhou with two young children, with a museum, a park and lunch.",
+    "请详细介绍陈家祠的历史、建筑特色和参观时值得注意的细节，再推荐附近可以顺路去的地方。",
+    "What should a first-time visitor know about Guangzhou's weather, transport and food? List practical tips.",
+    "周末想带父母去广州周边玩两天，他们不喜欢太累，请推荐几个地方并说明每天的安排和理由。",
+    "请为第一次来广州的游客写一份详细的美食清单，列出十道菜，每道菜说明味道和在哪里可以吃到。",
+    "Write a detailed three-day Guangzhou itinerary for a couple who love history, food and photography.",
+]
+
+
+def system_prompt() -> str:
+    return load_personas(PROJECT_ROOT / "prompts", "tour_guide")[0].system_prompt
+
+
+def prompts(tokenizer, users: int, max_model_len: int = 4096) -> list[RenderedPrompt]:
+    """The rendered prompt of each of `users` chats (questions repeat after the eighth)."""
+    system = system_prompt()
+    return [render_prompt(tokenizer, system, [{"role": "user", "content": QUESTIONS[user % len(QUESTIONS)]}],
+                          budget=max_model_len - NEW_TOKENS) for user in range(users)]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One chat's reply: seconds from the common arrival to its first and last token, and its token count."""
+
+    first_token: float
+    last_token: float
+    tokens: int
+
+    @property
+    def decode_rate(self) -> float:
+        return (self.tokens - 1) / (self.last_token - self.first_token)
+
+
+def summarise(replies: list[Reply]) -> dict:
+    """Aggregate and per-user decode rates and first-token percentiles of one run of N chats."""
+    first = sorted(reply.first_token for reply in replies)
+    return {
+        "users": len(replies),
+        "aggregate_tokens_per_s": sum(reply.tokens for reply in replies) / max(reply.last_token for reply in replies),
+        "per_user_tokens_per_s": statistics.fmean(reply.decode_rate for reply in replies),
+        "ttft_p50_s": statistics.median(first),
+        "ttft_p95_s": _percentile(first, 0.95),
+        "replies": [asdict(reply) for reply in replies],
+    }
+
+
+def _percentile(ordered: list[float], fraction: float) -> float:
+    """Linear interpolation between closest ranks, as numpy's default."""
+    position = (len(ordered) - 1) * fraction
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

@@ -1,0 +1,38 @@
+"""The benchmark's quick mode on the tiny model, so the benchmark command cannot rot unnoticed."""
+
+import json
+import subprocess
+import sys
+import time
+
+from engine.config import PROJECT_ROOT
+from bench.workload import NEW_TOKENS
+
+
+def test_the_quick_benchmark_measures_every_system_and_writes_its_report(tiny_model_dir, tmp_path):
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--model", str(tiny_model_dir), "--out",
+                           str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    systems = results["systems"]
+    assert {"transformers_bf16_sequential", "engine_bf16", "engine_int8", "ui_int8"} <= set(systems)
+    assert systems["engine_int8"]["weights"] == "int8" and systems["engine_bf16"]["weights"] == "bfloat16"
+    for name, system in systems.items():
+        assert [run["users"] for run in system["runs"]] == [1, 2], name
+        for run in system["runs"]:
+            assert all(reply["tokens"] == NEW_TOKENS for reply in run["replies"]), name
+            assert all(0 < reply["first_token"] < reply["last_token"] for reply in run["replies"]), name
+            assert 0 < run["ttft_p50_s"] <= run["ttft_p95_s"] and run["aggregate_tokens_per_s"] > 0, name
+        assert system["memory_bytes"] > 100 * 1024**2, name
+    # One after another: the second user's first token waits for the whole first reply.
+    sequential = systems["transformers_bf16_sequential"]["runs"][1]["replies"]
+    assert sequential[1]["first_token"] > sequential[0]["last_token"]
+    assert results["machine"]["read_bandwidth_gb_s"] > 1 and results["ceilings"]["int8"] > results["ceilings"]["bf16"]
+    assert set(results["ratios"]) >= {"one_stream_vs_transformers", "2_chats_vs_transformers_sequential",
+                                      "ui_vs_engine_at_1", "ui_vs_engine_at_2"}
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = (tmp_path / "table.md").read_text()
+    assert "| this app's engine, int8 | 2 |" in table and "one stream vs transformers" in table
+    print(f"quick benchmark: {elapsed:.0f} s")

@@ -1,0 +1,89 @@
+"""The int8 quantise command: its layout, its refusals, the cache copy, and how closely int8 tracks 16-bit."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from engine.config import PROJECT_ROOT
+from engine.errors import ModelLoadError
+from engine.model_source import resolve_model
+from engine.quantize import quantize_folder, quantize_weight, weight_format
+
+
+def test_round_to_nearest_per_channel_is_within_half_a_step():
+    weight = torch.randn(64, 256, dtype=torch.bfloat16) * torch.linspace(0.01, 3, 64, dtype=torch.bfloat16)[:, None]
+    quantised, scale = quantize_weight(weight)
+    assert quantised.dtype == torch.int8 and scale.shape == (64, 1) and quantised.abs().max() == 127
+    error = (weight.float() - quantised.float() * scale.float()).abs()
+    assert (error <= scale.float() / 2 + 1e-6).all()
+
+
+def test_every_linear_layer_becomes_int8_and_the_rest_is_copied(tiny_model_dir, tmp_path):
+    out = tmp_path / "int8"
+    out.mkdir()
+    quantize_folder(tiny_model_dir, out)
+    with safe_open(tiny_model_dir / "model.safetensors", "pt") as original, safe_open(out / "model.safetensors",
+                                                                                        "pt") as int8:
+        linear = [name for name in original.keys() if name.endswith("_proj.weight")]
+        assert len(linear) == 2 * 7  # q, k, v, o, gate, up, down in each of the 2 layers
+        for name in original.keys():
+            if name in linear:
+                assert int8.get_tensor(name).dtype == torch.int8
+                assert int8.get_tensor(name + "_scale").shape == (original.get_tensor(name).shape[0], 1)
+            else:
+                assert torch.equal(int8.get_tensor(name), original.get_tensor(name)), name
+    config = json.loads((out / "config.json").read_text())
+    assert config["quantization_config"]["format"] == "int-quantized" and config["quantization_config"]["ignore"] == [
+        "lm_head"]
+    assert {"tokenizer.json", "tokenizer_config.json", "generation_config.json"} <= {p.name for p in out.iterdir()}
+    assert weight_format(out) == "int8" and weight_format(tiny_model_dir) == "bfloat16"
+
+
+def quantise_command(*args):
+    return subprocess.run([sys.executable, "-m", "engine.quantize", *map(str, args)], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_command_refuses_what_it_cannot_convert_and_leaves_nothing_behind(tiny_model_dir, tmp_path):
+    done = quantise_command(tiny_model_dir, tmp_path / "int8")
+    assert done.returncode == 0 and "CHAT_MODEL=" in done.stdout
+    again = quantise_command(tmp_path / "int8", tmp_path / "int8-again")
+    assert again.returncode == 2 and "already quantised (compressed-tensors)" in again.stderr
+    assert not (tmp_path / "int8-again").exists()
+    empty = tmp_path / "no-weights"
+    empty.mkdir()
+    (empty / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
+    refused = quantise_command(empty, tmp_path / "out")
+    assert refused.returncode == 2 and "no .safetensors weights" in refused.stderr and not (tmp_path / "out").exists()
+    exists = quantise_command(tiny_model_dir, tmp_path / "int8")
+    assert exists.returncode == 2 and "already exists" in exists.stderr
+
+
+def test_chat_weights_int8_quantises_once_in_the_set_up_and_the_app_finds_it(tiny_model_dir, tmp_path):
+    cache = tmp_path / "cache"
+    assert resolve_model(str(tiny_model_dir), cache, prepare=False) == tiny_model_dir  # auto: yours as given
+    with pytest.raises(ModelLoadError, match=r"int8 \(CHAT_WEIGHTS\) is not quantised yet.*run\.sh"):
+        resolve_model(str(tiny_model_dir), cache, prepare=False, weights="int8")
+    folder = resolve_model(str(tiny_model_dir), cache, prepare=True, weights="int8")
+    assert cache in folder.parents and weight_format(folder) == "int8"
+    assert resolve_model(str(tiny_model_dir), cache, prepare=False, weights="int8") == folder
+    assert resolve_model(str(folder), cache, prepare=False, weights="int8") == folder  # int8 already
+
+
+def test_int8_tracks_16_bit_in_the_engine(tiny_model_dir, tmp_path):
+    """The quality command's quick mode on the tiny model: perplexity and every token's log-probability."""
+    done = subprocess.run([sys.executable, "-m", "bench.quality", "--quick", "--model", str(tiny_model_dir), "--out",
+                           str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "quality.json").read_text())
+    assert min(result["tokens"].values()) > 100
+    assert abs(result["int8_vs_original"]) < 0.03
+    # Each token's log-probability moves by under 2 % of the average one (the tiny model's are about -8).
+    assert result["mean_abs_logprob_difference"] < 0.02 * math.log(result["original"]["perplexity"])
+    assert all(answer["original"] and answer["int8"] for answer in result["answers"])
+    assert "| int8 |" in (tmp_path / "quality.md").read_text()
