@@ -44,7 +44,7 @@ GATE = ReplyGate(SETTINGS.max_concurrent_replies)
 GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
 MEMORY = MemoryMonitor()
 DEFAULT_SAMPLING = Sampling(SETTINGS.temperature, SETTINGS.top_p, SETTINGS.max_new_tokens,
-                            SETTINGS.top_k, SETTINGS.repetition_penalty)
+                            SETTINGS.top_k, SETTINGS.repetition_penalty, SETTINGS.ignore_eos)
 
 
 @cl.on_app_startup

@@ -3,7 +3,9 @@
 Measures the memory bandwidth and the decode ceilings it implies, the transformers baseline, this app's
 engine in bf16 and int8 at 1, 2, 4 and 8 chats, the full UI path at 1 and 8 chats, and llama.cpp when
 llama-cpp-python is installed; then writes results.json, chart.png and table.md. Each system runs in a
-fresh process. `--quick` runs 1 and 2 chats on the model given (the tests use their tiny model).
+fresh process; this app's runs are repeated (5 times by default) and the median kept, the sequential
+baselines (minutes long, and steady) run once. `--quick` runs 1 and 2 chats once on the model given (the
+tests use their tiny model).
 """
 
 from __future__ import annotations
@@ -21,15 +23,13 @@ import psutil
 from bench.app_process import AppProcess
 from bench.bandwidth import bytes_per_token, read_bandwidth
 from bench.isolate import run_isolated
+from bench.models import model_pair
 from bench.report import write_report
 from bench.ui_path import serve
-from bench.workload import CONCURRENCY, NEW_TOKENS
+from bench.workload import CONCURRENCY, NEW_TOKENS, median_run
 from engine.config import PROJECT_ROOT, load_settings
 from engine.demo_model import NAME as DEMO_NAME
 from engine.memory import tree_pss
-from engine.model_cache import build_once
-from engine.model_source import resolve_model
-from engine.quantize import quantize_folder
 
 
 def machine(bandwidth: float) -> dict:
@@ -39,12 +39,12 @@ def machine(bandwidth: float) -> dict:
             "read_bandwidth_gb_s": round(bandwidth / 1e9, 1)}
 
 
-def ui_runs(model: Path, concurrency: list[int], log: Path) -> dict:
+def ui_runs(model: Path, concurrency: list[int], repeats: int, log: Path) -> dict:
     app = AppProcess(model, log, CHAT_TEMPERATURE="0", CHAT_REPETITION_PENALTY="1",
-                     CHAT_MAX_NEW_TOKENS=str(NEW_TOKENS))
+                     CHAT_MAX_NEW_TOKENS=str(NEW_TOKENS), CHAT_IGNORE_EOS="true")
     try:
         app.wait_until_ready()
-        runs = [asyncio.run(serve(app.url, users)) for users in concurrency]
+        runs = [median_run([asyncio.run(serve(app.url, users)) for _ in range(repeats)]) for users in concurrency]
         return {"memory_bytes": tree_pss(app.process.pid), "runs": runs}
     finally:
         app.stop()
@@ -57,20 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--int8", type=Path, help="its int8 folder (default: the demo's, or quantised on the spot)")
     parser.add_argument("--gguf", type=Path, help="GGUF for llama.cpp (default: the demo's, if llama-cpp-python is "
                                                   "installed)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each N for this app (the median is kept)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark", help="output folder")
     arguments = parser.parse_args(argv)
     settings = load_settings()
     concurrency = [1, 2] if arguments.quick else list(CONCURRENCY)
+    repeats = 1 if arguments.quick else arguments.repeats
     ui_concurrency = [1, 2] if arguments.quick else [1, 8]
     scratch = tempfile.TemporaryDirectory()
-    if arguments.model:
-        model = arguments.model
-        int8 = arguments.int8 or build_once(Path(scratch.name) / "int8", lambda out: quantize_folder(model, out))
-        gguf = arguments.gguf
-    else:
-        model = resolve_model("", settings.cache_dir, prepare=False, weights="original")
-        int8 = resolve_model("", settings.cache_dir, prepare=False, weights="int8")
-        gguf = arguments.gguf or settings.cache_dir / "demo" / f"{DEMO_NAME}.gguf"
+    model, int8 = model_pair(arguments.model, arguments.int8, Path(scratch.name))
+    gguf = arguments.gguf or (None if arguments.model else settings.cache_dir / "demo" / f"{DEMO_NAME}.gguf")
     arguments.out.mkdir(parents=True, exist_ok=True)
 
     print("==> Memory bandwidth", flush=True)
@@ -84,9 +80,10 @@ def main(argv: list[str] | None = None) -> int:
                                                            users=max(concurrency))
     for fmt, folder in (("bf16", model), ("int8", int8)):
         print(f"==> This app's engine, {fmt}, {concurrency} chats at once", flush=True)
-        systems[f"engine_{fmt}"] = run_isolated("bench.engine_runs:run", model=str(folder), concurrency=concurrency)
+        systems[f"engine_{fmt}"] = run_isolated("bench.engine_runs:run", model=str(folder), concurrency=concurrency,
+                                                  repeats=repeats)
     print(f"==> The full UI path (Chainlit app, int8), {ui_concurrency} chats at once", flush=True)
-    systems["ui_int8"] = ui_runs(int8, ui_concurrency, Path(scratch.name) / "app.log")
+    systems["ui_int8"] = ui_runs(int8, ui_concurrency, repeats, Path(scratch.name) / "app.log")
     if gguf and gguf.is_file() and importlib.util.find_spec("llama_cpp"):
         print("==> llama.cpp on the 4-bit GGUF, users one after another", flush=True)
         systems["llama_cpp_q4_sequential"] = run_isolated("bench.llama_ref:run", gguf=str(gguf),

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from bench.workload import CONCURRENCY, NEW_TOKENS, Reply, prompts, summarise
+from bench.workload import CONCURRENCY, NEW_TOKENS, Reply, median_run, prompts, summarise
 from engine.chat_engine import ChatEngine, ReplyStats, Sampling
 from engine.config import load_settings
 from engine.memory import tree_pss
@@ -34,11 +34,11 @@ async def _serve(engine: ChatEngine, users: int) -> dict:
                       for reply in stats])
 
 
-def run(model: str, concurrency: list[int] = list(CONCURRENCY)) -> dict:
+def run(model: str, concurrency: list[int] = list(CONCURRENCY), repeats: int = 1) -> dict:
     settings = load_settings()
     engine = ChatEngine.load(settings, Path(model))
     try:
-        runs = [asyncio.run(_serve(engine, users)) for users in concurrency]
+        runs = [median_run([asyncio.run(_serve(engine, users)) for _ in range(repeats)]) for users in concurrency]
         return {"load_seconds": engine.load_seconds, "weights": engine.weight_format,
                 "memory_bytes": tree_pss(os.getpid()), "runs": runs}
     finally:

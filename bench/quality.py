@@ -16,10 +16,8 @@ import tempfile
 from pathlib import Path
 
 from bench.isolate import run_isolated
+from bench.models import model_pair
 from engine.config import PROJECT_ROOT, load_settings
-from engine.model_cache import build_once
-from engine.model_source import resolve_model
-from engine.quantize import quantize_folder
 
 TEXT = Path(__file__).with_name("heldout.txt")
 ENGLISH_STARTS = "The morning ferry"
@@ -113,13 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark", help="output folder")
     arguments = parser.parse_args(argv)
     scratch = tempfile.TemporaryDirectory()
-    if arguments.model:
-        model = arguments.model
-        int8 = arguments.int8 or build_once(Path(scratch.name) / "int8", lambda out: quantize_folder(model, out))
-    else:
-        cache = load_settings().cache_dir
-        model = resolve_model("", cache, prepare=False, weights="original")
-        int8 = resolve_model("", cache, prepare=False, weights="int8")
+    model, int8 = model_pair(arguments.model, arguments.int8, Path(scratch.name))
     original_run = run_isolated("bench.quality:score", model=str(model), quick=arguments.quick)
     int8_run = run_isolated("bench.quality:score", model=str(int8), quick=arguments.quick)
     result = report(original_run, int8_run, QUESTIONS)

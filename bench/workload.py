@@ -65,6 +65,14 @@ def summarise(replies: list[Reply]) -> dict:
     }
 
 
+def median_run(runs: list[dict]) -> dict:
+    """Of repeated runs of one N, the one with the median aggregate rate; the others' rates are kept beside it.
+    The machines are shared and noisy: one run of a few seconds can land on a busy moment."""
+    ordered = sorted(runs, key=lambda run: run["aggregate_tokens_per_s"])
+    return {**ordered[len(ordered) // 2], "repeats_aggregate_tokens_per_s": [run["aggregate_tokens_per_s"]
+                                                                          for run in runs]}
+
+
 def _percentile(ordered: list[float], fraction: float) -> float:
     """Linear interpolation between closest ranks, as numpy's default."""
     position = (len(ordered) - 1) * fraction

@@ -38,6 +38,7 @@ class Settings:
     top_k: int = 20  # CHAT_TOP_K: sample from the k likeliest tokens only; 0 = off (Qwen recommends 20)
     repetition_penalty: float = 1.05  # CHAT_REPETITION_PENALTY: above 1 discourages loops; 1 = off
     max_new_tokens: int = 512  # CHAT_MAX_NEW_TOKENS: reply budget per answer, in tokens
+    ignore_eos: bool = False  # CHAT_IGNORE_EOS: for benchmarks only: every reply runs to its budget
     max_concurrent_replies: int = 8  # CHAT_MAX_CONCURRENT_REPLIES: replies generated at once; more wait in line
     min_available_gib: float = 1.0  # CHAT_MIN_AVAILABLE_GIB: below this much free memory no new reply starts; 0 = off
     persona: str = "tour_guide"  # CHAT_PERSONA: default persona, a file name in prompts/ without .toml

@@ -79,7 +79,9 @@ class Dashboard:
             await cl.ElementSidebar.set_elements([self._element])
         else:
             self._element.props = props
-            await self._element.update()
+            # Not `update()`: Chainlit's element update also writes the element to a new file in the
+            # session's folder every time (20 files a second with 8 chats streaming); the page needs only this.
+            await cl.context.emitter.send_element(self._element.to_dict())
         # Chainlit's sidebar falls back to the element's name as its title after an element update.
         await cl.ElementSidebar.set_title(TITLE)
 

@@ -1,0 +1,20 @@
+"""The two models every comparison runs: a 16-bit folder and its int8 copy (by default the demo model's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.config import load_settings
+from engine.model_cache import build_once
+from engine.model_source import resolve_model
+from engine.quantize import quantize_folder
+
+
+def model_pair(model: Path | None, int8: Path | None, scratch: Path) -> tuple[Path, Path]:
+    """`model` and `int8` as given; an int8 copy of `model` quantised into `scratch` if only `model` is; the
+    demo model's two prepared folders if neither is."""
+    if model:
+        return model, int8 or build_once(scratch / "int8", lambda out: quantize_folder(model, out))
+    cache = load_settings().cache_dir
+    return (resolve_model("", cache, prepare=False, weights="original"),
+            resolve_model("", cache, prepare=False, weights="int8"))
