@@ -78,7 +78,10 @@ def chart(results: dict, path: Path) -> None:
         system = results["systems"].get(key)
         if system:
             users = [run["users"] for run in system["runs"]]
-            axes.plot(users, [run["aggregate_tokens_per_s"] for run in system["runs"]], marker="o", label=label)
+            measured_between = key != "ui_int8"  # the UI path is measured at 1 and 8 chats only: no line between
+            axes.plot(users, [run["aggregate_tokens_per_s"] for run in system["runs"]], marker="o" if measured_between
+                      else "s", markersize=6 if measured_between else 8, linestyle="-" if measured_between else "none",
+                      label=label)
     for fmt, value in results["ceilings"].items():
         axes.axhline(value, linestyle="--", linewidth=1, color="grey")
         axes.annotate(f"one-stream ceiling, {fmt}", (1, value), textcoords="offset points", xytext=(4, 3),
