@@ -23,7 +23,10 @@ from engine.personas import Persona, load_personas
 from engine.preflight import check_model
 from engine.prompt import Message, RenderedPrompt
 from engine.service import is_ready, shutdown_engine, start_engine, wait_for_engine
+from ui import chat_options
 from ui.dashboard import Dashboard, footer
+from ui.language import chinese_first
+from ui.offline import serve_page_offline
 
 log = logging.getLogger("app")
 
@@ -35,6 +38,8 @@ try:
 except ChatError as error:
     print(f"\nCannot start: {error}\n", file=sys.stderr)
     sys.exit(2)
+serve_page_offline()
+chinese_first()
 
 # Deltas that arrive within this time are sent to the browser as one update: a fast engine then
 # costs the page at most 10 re-renders a second, while a 10 tokens/s model still streams per token.
@@ -43,8 +48,6 @@ UI_UPDATE_INTERVAL = 0.1
 GATE = ReplyGate(SETTINGS.max_concurrent_replies)
 GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
 MEMORY = MemoryMonitor()
-DEFAULT_SAMPLING = Sampling(SETTINGS.temperature, SETTINGS.top_p, SETTINGS.max_new_tokens,
-                            SETTINGS.top_k, SETTINGS.repetition_penalty, SETTINGS.ignore_eos)
 
 
 @cl.on_app_startup
@@ -60,8 +63,9 @@ async def stop_engine() -> None:
 @cl.set_chat_profiles
 async def chat_profiles(user: cl.User | None = None) -> list[cl.ChatProfile]:
     return [
-        cl.ChatProfile(name=persona.name, display_name=persona.display_name,
-                       markdown_description=persona.description, default=index == 0)
+        cl.ChatProfile(name=persona.name, display_name=persona.display_name, markdown_description=persona.description,
+                       icon=f"/public/avatars/{persona.name}.svg", default=index == 0,
+                       starters=[cl.Starter(label=starter.label, message=starter.message) for starter in persona.starters])
         for index, persona in enumerate(PERSONAS.values())
     ]
 
@@ -70,17 +74,12 @@ def current_persona() -> Persona:
     return PERSONAS.get(cl.user_session.get("chat_profile") or "", next(iter(PERSONAS.values())))
 
 
-CHAT_SETTINGS = [
-    cl.input_widget.Switch(id="live_stats", label="实时统计（侧栏）Live statistics (sidebar)", initial=True),
-    cl.input_widget.Switch(id="teaching", label="教学视图：显示完整提示词 Teaching view: show the exact prompt",
-                           initial=False),
-]
-
-
 @cl.on_chat_start
 async def start_chat() -> None:
     cl.user_session.set("history", [])
-    cl.user_session.set("options", await cl.ChatSettings(CHAT_SETTINGS).send())
+    options = chat_options.initial_options(SETTINGS)
+    cl.user_session.set("options", options)
+    await cl.ChatSettings(chat_options.widgets(SETTINGS, options)).send()
     try:
         await engine_with_notice()
     except ChatError:
@@ -115,8 +114,13 @@ async def end_chat() -> None:
 
 
 @cl.on_settings_update
-async def change_options(options: dict) -> None:
+async def change_options(proposed: dict) -> None:
+    """New settings apply from the next reply; a value out of range is refused and the widgets reset."""
+    options, refused = chat_options.checked(SETTINGS, cl.user_session.get("options"), proposed)
     cl.user_session.set("options", options)
+    if refused:
+        await cl.ErrorMessage(content="\n\n".join(refused)).send()
+        await cl.ChatSettings(chat_options.widgets(SETTINGS, options)).send()
     await show_dashboard()
 
 
@@ -146,20 +150,22 @@ async def answer(message: cl.Message) -> None:
         return
     history: list[Message] = cl.user_session.get("history")
     history.append({"role": "user", "content": message.content})
+    options = cl.user_session.get("options")
+    sampling = chat_options.sampling(SETTINGS, options)
     try:
-        prompt = engine.render(current_persona().system_prompt, history, DEFAULT_SAMPLING.max_new_tokens)
+        prompt = engine.render(current_persona().system_prompt, history, sampling.max_new_tokens)
     except MessageTooLongError as error:
         history.pop()
         await cl.ErrorMessage(content=str(error)).send()
         return
-    if cl.user_session.get("options")["teaching"]:
-        await show_prompt(prompt)
+    if options["teaching"]:
+        await show_prompt(prompt, sampling)
 
     notice = QueueNotice()
     try:
         async with GATE.turn(notice.show):
             await notice.remove()
-            await stream_answer(engine, prompt, history, len(history) - prompt.dropped_messages)
+            await stream_answer(engine, prompt, sampling, history, len(history) - prompt.dropped_messages)
     finally:
         await notice.remove()  # also when stopped, or the tab closed, while waiting
 
@@ -185,7 +191,7 @@ class QueueNotice:
             self._message = None
 
 
-async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, history: list[Message],
+async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, sampling: Sampling, history: list[Message],
                         prompt_messages: int) -> None:
     """Stream one reply into a new message; keep what was said (also when stopped) in the history."""
     reply = cl.Message(content="")
@@ -193,15 +199,17 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, history: lis
     dashboard: Dashboard | None = cl.user_session.get("dashboard")
     ticker = asyncio.create_task(dashboard.follow(engine, stats)) if dashboard else None
     try:
-        async for text in engine.stream_reply(prompt, DEFAULT_SAMPLING, stats):
+        async for text in engine.stream_reply(prompt, sampling, stats):
             await reply.stream_token(text)
             await asyncio.sleep(UI_UPDATE_INTERVAL)
     except ChatError as error:
         await cl.ErrorMessage(content=str(error)).send()
     finally:
-        log.info("Reply: prompt %d tokens in %d messages, %d generated, first token %s s, %s tokens/s, %s, sidebar %s",
-                 stats.prompt_tokens, prompt_messages, stats.generated_tokens, _round(stats.time_to_first_token),
-                 _round(stats.decode_tokens_per_second), stats.finish_reason, "on" if ticker else "off")
+        log.info("Reply: temperature %g, top_p %g, max %d new tokens; prompt %d tokens in %d messages, %d generated, "
+                 "first token %s s, %s tokens/s, %s, sidebar %s", sampling.temperature, sampling.top_p,
+                 sampling.max_new_tokens, stats.prompt_tokens, prompt_messages, stats.generated_tokens,
+                 _round(stats.time_to_first_token), _round(stats.decode_tokens_per_second), stats.finish_reason,
+                 "on" if ticker else "off")
         if ticker:
             ticker.cancel()
         # A stopped reply stays in the chat and in the history as what the assistant said.
@@ -213,9 +221,8 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, history: lis
             await dashboard.refresh(engine)
 
 
-async def show_prompt(prompt: RenderedPrompt) -> None:
+async def show_prompt(prompt: RenderedPrompt, sampling: Sampling) -> None:
     """The teaching view: the exact text the chat template produced, special tokens included."""
-    sampling = DEFAULT_SAMPLING
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", prompt.text)), default=0))
     async with cl.Step(name="提示词 Prompt", type="tool", show_input=False) as step:
         step.output = (

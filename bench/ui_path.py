@@ -26,6 +26,7 @@ class ChatClient:
         self.socket = socketio.AsyncClient()
         self.token_times: list[float] = []
         self.generated_tokens: int | None = None
+        self.messages: list[dict] = []  # every message the app sent (new_message events)
         self.started = asyncio.Event()
         self.done = asyncio.Event()
         self._chat_start_seen = False
@@ -36,6 +37,8 @@ class ChatClient:
             self.token_times.append(time.perf_counter())
         elif event in ("new_message", "update_message") and data.get("name") == "on_chat_start":
             self._chat_start_seen = True
+        elif event == "new_message":
+            self.messages.append(data)
         elif event == "task_end" and self._chat_start_seen:
             self.started.set()
         elif event == "element" and data.get("name") == "ReplyFooter":

@@ -1,7 +1,8 @@
 """Personas as data: one TOML file per persona in `prompts/`, validated on load.
 
 A persona's name is its file name without `.toml`. Adding a persona is adding a file; unknown or missing
-keys are an error that names the file. This module knows nothing of the model or the UI.
+keys are an error that names the file. `[[starters]]` tables (a `label` and the `message` it sends) are
+optional: the suggestions an empty chat offers. This module knows nothing of the model or the UI.
 """
 
 from __future__ import annotations
@@ -14,14 +15,21 @@ from engine.errors import PersonaError
 
 
 @dataclass(frozen=True)
+class Starter:
+    label: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Persona:
     name: str
     display_name: str
     description: str
     system_prompt: str
+    starters: tuple[Starter, ...] = ()
 
 
-_KEYS = {field.name for field in fields(Persona)} - {"name"}
+_KEYS = {field.name for field in fields(Persona)} - {"name", "starters"}
 
 
 def _load_persona(path: Path) -> Persona:
@@ -29,6 +37,7 @@ def _load_persona(path: Path) -> Persona:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise PersonaError(f"{path} is not valid TOML: {error}. Fix the file and restart.") from None
+    starters = data.pop("starters", [])
     unknown = sorted(set(data) - _KEYS)
     missing = sorted(_KEYS - set(data))
     if unknown or missing:
@@ -39,7 +48,12 @@ def _load_persona(path: Path) -> Persona:
     for key in _KEYS:
         if not isinstance(data[key], str) or not data[key].strip():
             raise PersonaError(f"{path}: {key} must be a non-empty string.")
-    return Persona(name=path.stem, **{key: data[key].strip() for key in _KEYS})
+    if not isinstance(starters, list) or not all(
+            isinstance(starter, dict) and set(starter) == {"label", "message"}
+            and all(isinstance(value, str) and value.strip() for value in starter.values()) for starter in starters):
+        raise PersonaError(f"{path}: each [[starters]] entry needs exactly a non-empty label and message.")
+    return Persona(name=path.stem, **{key: data[key].strip() for key in _KEYS},
+                   starters=tuple(Starter(starter["label"].strip(), starter["message"].strip()) for starter in starters))
 
 
 def load_personas(folder: Path, default: str) -> list[Persona]:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 REPLY = '[data-step-type="assistant_message"] .message-content'
 
 
-def open_chat(browser, app, init_script: str | None = None):
-    """A new page with the chat loaded and its socket connected (a message sent before is lost)."""
-    page = browser.new_page(locale="zh-CN")
+def open_chat(browser, app, init_script: str | None = None, locale: str = "zh-CN", before_load=None):
+    """A new page with the chat loaded and its socket connected (a message sent before is lost).
+    `before_load(page)` runs before the page is requested (to route or record its requests)."""
+    page = browser.new_page(locale=locale)
     if init_script:
         page.add_init_script(init_script)
+    if before_load:
+        before_load(page)
     frames: list[tuple[float, str]] = []  # (time.monotonic() on arrival, text) of every socket frame
     page.on("websocket", lambda socket: socket.on(
         "framereceived", lambda frame: frames.append((time.monotonic(), str(frame)))))
@@ -33,3 +37,34 @@ def open_chat(browser, app, init_script: str | None = None):
 def send(page, text: str) -> None:
     page.fill("#chat-input", text)
     page.click("#chat-submit")
+
+
+def set_option(page, switch: str, on: bool) -> None:
+    """Flip a chat setting in the settings dialog, as a user does."""
+    page.click("#chat-settings-open-modal")
+    if (page.get_attribute(f"#{switch}", "aria-checked") == "true") != on:
+        page.click(f"#{switch}")
+    page.click("#confirm")
+    page.wait_for_selector(f"#{switch}", state="detached")
+
+
+def socket_events(page, name: str) -> list[tuple[float, dict]]:
+    """The payloads of the socket.io events `name` the page received, with their arrival times."""
+    prefix = f'42["{name}",'
+    return [(at, json.loads(frame[2:])[1]) for at, frame in page.frames_received if frame.startswith(prefix)]
+
+
+def ask_and_wait(page, question: str) -> str:
+    send(page, question)
+    page.wait_for_selector(REPLY, timeout=30_000)
+    page.wait_for_selector("#chat-submit", timeout=180_000)
+    return page.locator(REPLY).last.inner_text()
+
+
+def wait_until(condition, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True

@@ -85,3 +85,21 @@ def app(paced_model_dir: Path) -> Iterator[RunningApp]:
     running.wait_until_ready()
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def playwright_driver():
+    # Module scope: Playwright's sync API keeps an event loop running, which the asyncio tests of
+    # other modules must not find.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+@pytest.fixture
+def browser(playwright_driver):
+    """A fresh Chromium per test, so one test's page cannot slow the next one down."""
+    chromium = playwright_driver.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    yield chromium
+    chromium.close()

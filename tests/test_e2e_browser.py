@@ -15,28 +15,10 @@ import time
 import psutil
 import pytest
 
-from tests.browser import REPLY, open_chat, send
-from tests.conftest import ARTIFACTS, CHROMIUM_ARGS, RunningApp, smaps_rollup_pss
+from tests.browser import REPLY, ask_and_wait, open_chat, send, set_option, socket_events, wait_until
+from tests.conftest import ARTIFACTS, RunningApp, smaps_rollup_pss
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def playwright_driver():
-    # Module scope: Playwright's sync API keeps an event loop running, which the asyncio tests of
-    # other modules must not find.
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        yield playwright
-
-
-@pytest.fixture
-def browser(playwright_driver):
-    """A fresh Chromium per test, so one test's page cannot slow the next one down."""
-    chromium = playwright_driver.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-    yield chromium
-    chromium.close()
 
 
 RECORD_REPLY_LENGTHS = """
@@ -78,7 +60,7 @@ def test_stop_keeps_the_partial_reply(browser, app):
     page.wait_for_selector(REPLY, timeout=30_000)
     press_stop(page)
     page.wait_for_selector("#chat-submit", timeout=5_000)
-    assert _wait(lambda: "abort" in app.reply_stats()[-1], timeout=5)
+    assert wait_until(lambda: "abort" in app.reply_stats()[-1], timeout=5)
     stopped_line = app.reply_stats()[-1]
     assert int(re.search(r"(\d+) generated", stopped_line).group(1)) < 200  # stopped before its budget
     time.sleep(1.0)  # tokens already on the wire when stop was pressed may still land
@@ -89,7 +71,7 @@ def test_stop_keeps_the_partial_reply(browser, app):
     send(page, "继续")
     page.wait_for_selector("#stop-button", timeout=10_000)
     press_stop(page)
-    assert _wait(lambda: app.reply_stats()[-1] != stopped_line)
+    assert wait_until(lambda: app.reply_stats()[-1] != stopped_line)
     assert "in 3 messages" in app.reply_stats()[-1]
     page.close()
 
@@ -118,7 +100,7 @@ def test_closing_the_tab_aborts_the_reply(browser, app):
     page.wait_for_selector(REPLY, timeout=30_000)
     page.close()
     closed = time.monotonic()
-    assert _wait(lambda: len(app.reply_stats()) > replies_before, timeout=10)
+    assert wait_until(lambda: len(app.reply_stats()) > replies_before, timeout=10)
     line = app.reply_stats()[-1]
     assert "abort" in line and int(re.search(r"(\d+) generated", line).group(1)) < 200, line
     assert time.monotonic() - closed < 5
@@ -175,28 +157,6 @@ window.statHistory = [];
 new MutationObserver(() => window.statHistory.push({READ_STATS}))
     .observe(document, {{subtree: true, childList: true, characterData: true}});
 """
-
-
-def set_option(page, switch: str, on: bool) -> None:
-    """Flip a chat setting in the settings dialog, as a user does."""
-    page.click("#chat-settings-open-modal")
-    if (page.get_attribute(f"#{switch}", "aria-checked") == "true") != on:
-        page.click(f"#{switch}")
-    page.click("#confirm")
-    page.wait_for_selector(f"#{switch}", state="detached")
-
-
-def socket_events(page, name: str) -> list[tuple[float, dict]]:
-    """The payloads of the socket.io events `name` the page received, with their arrival times."""
-    prefix = f'42["{name}",'
-    return [(at, json.loads(frame[2:])[1]) for at, frame in page.frames_received if frame.startswith(prefix)]
-
-
-def ask_and_wait(page, question: str) -> str:
-    send(page, question)
-    page.wait_for_selector(REPLY, timeout=30_000)
-    page.wait_for_selector("#chat-submit", timeout=180_000)
-    return page.locator(REPLY).last.inner_text()
 
 
 def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, demo_model_dir):
@@ -330,7 +290,7 @@ def test_ctrl_c_leaves_no_engine_process(tiny_model_dir):
     assert engine_pids
     running.stop()
     time.sleep(1)
-    assert _wait(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+    assert wait_until(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
                                  for pid in engine_pids), timeout=10)
 
 
@@ -346,9 +306,9 @@ def test_a_dead_engine_is_reported_and_rebuilt(browser, paced_model_dir):
         worker.kill()  # what the kernel's out-of-memory killer does
         page.wait_for_selector("text=正在自动重启", timeout=15_000)  # the visitor is told, no endless spinner
         page.wait_for_selector("#chat-submit", timeout=15_000)
-        assert _wait(lambda: running.log().count("Engine ready") == 2, timeout=120)
+        assert wait_until(lambda: running.log().count("Engine ready") == 2, timeout=120)
         send(page, "你好")  # the same chat goes on with the rebuilt engine
-        assert _wait(lambda: running.reply_stats() and ", length," in running.reply_stats()[-1], timeout=60)
+        assert wait_until(lambda: running.reply_stats() and ", length," in running.reply_stats()[-1], timeout=60)
         assert running.process.poll() is None
         assert len([proc for proc in running.engine_processes() if "EngineCore" in " ".join(proc.cmdline())]) == 1
         page.close()
@@ -369,16 +329,7 @@ def test_stopping_while_a_reply_streams_leaves_no_engine_process(browser, paced_
     else:
         os.killpg(running.process.pid, signal.SIGINT)  # a terminal sends Ctrl-C to the whole group
     stopped = time.monotonic()
-    assert _wait(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+    assert wait_until(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
                                  for pid in engine_pids), timeout=10)
     assert running.process.wait(timeout=10) is not None and time.monotonic() - stopped < 10
     page.close()
-
-
-def _wait(condition, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True

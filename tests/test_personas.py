@@ -16,6 +16,9 @@ def test_shipped_personas_default_first():
     assert [persona.name for persona in personas][:1] == ["tour_guide"]
     assert {"tour_guide", "assistant"} <= {persona.name for persona in personas}
     assert "导游" in personas[0].system_prompt
+    labels = " ".join(starter.label for starter in personas[0].starters)
+    assert all(topic in labels for topic in ("一日游", "早茶", "亲子"))
+    assert all(persona.starters for persona in personas)
 
 
 def test_a_new_file_is_a_new_persona(tmp_path):
@@ -35,3 +38,10 @@ def test_unknown_key_is_an_error_naming_the_file(tmp_path):
 def test_unknown_default_lists_what_exists():
     with pytest.raises(PersonaError, match="tour_guide"):
         load_personas(PROMPTS, "pirate")
+
+
+def test_a_starter_needs_a_label_and_a_message(tmp_path):
+    (tmp_path / "bad.toml").write_text('display_name = "x"\ndescription = "x"\nsystem_prompt = "x"\n'
+                                       '[[starters]]\nlabel = "hi"\n')
+    with pytest.raises(PersonaError, match=r"bad\.toml.*label and message"):
+        load_personas(tmp_path, "bad")

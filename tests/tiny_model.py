@@ -13,7 +13,7 @@ import unicodedata
 from pathlib import Path
 
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
@@ -60,7 +60,7 @@ CORPUS = [
 ]
 
 
-def _train_tokenizer(vocab_size: int) -> Tokenizer:
+def _train_tokenizer(vocab_size: int, first_tokens: list[str]) -> Tokenizer:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
@@ -71,7 +71,7 @@ def _train_tokenizer(vocab_size: int) -> Tokenizer:
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=first_tokens + SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -98,14 +98,16 @@ def _non_prose_ids(tokenizer: Tokenizer) -> list[int]:
 
 
 def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int = 0,
-                    hidden_size: int = 128, num_layers: int = 2) -> Path:
+                    hidden_size: int = 128, num_layers: int = 2, echo: str | None = None) -> Path:
     """Write a tiny Qwen2 model (config, safetensors, tokenizer, chat template) into `folder`.
 
     The defaults stream hundreds of tokens a second; a larger `hidden_size` and `num_layers` give
     a model that streams at a real CPU model's pace, for tests of what a browser shows.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    tokenizer = _train_tokenizer(vocab_size=1024)
+    tokenizer = _train_tokenizer(vocab_size=1024, first_tokens=[echo] if echo else [])
+    if echo:  # token 0, plain text rather than a special token, so it shows in the reply
+        tokenizer.add_tokens([AddedToken(echo, special=False, normalized=False)])
     tokenizer.save(str(folder / "tokenizer.json"))
     ids = {token: tokenizer.token_to_id(token) for token in SPECIAL_TOKENS}
     tokenizer_config = {
@@ -149,6 +151,8 @@ def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int 
         # ones: greedy replies then run to their token budget (so a test can stop one mid-stream) and
         # hold only plain prose, as a real model's mostly do.
         model.get_input_embeddings().weight[eos + _non_prose_ids(tokenizer)] = 0
+        if echo:
+            model.model.norm.weight.zero_()  # every logit 0: greedy decoding takes the first token, `echo`
     model.save_pretrained(folder)
     return folder
 

@@ -1,0 +1,48 @@
+"""Chat settings (⚙): limits checked on the server, refusals explained, changes applied to the next reply."""
+
+import asyncio
+import math
+
+from bench.ui_path import ChatClient
+from engine.config import load_settings
+from tests.browser import wait_until
+from ui.chat_options import checked, initial_options, limits
+
+SETTINGS = load_settings({})
+
+
+def test_values_within_limits_are_taken_and_the_rest_refused_with_what_was_kept():
+    previous = initial_options(SETTINGS)
+    options, refused = checked(SETTINGS, previous, {"temperature": 1.2, "top_p": 0.5, "max_new_tokens": 64,
+                                                    "teaching": True, "live_stats": False})
+    assert options == {"temperature": 1.2, "top_p": 0.5, "max_new_tokens": 64, "teaching": True, "live_stats": False}
+    assert refused == []
+    options, refused = checked(SETTINGS, previous, {"temperature": 5, "top_p": "lots", "max_new_tokens": -3})
+    assert options == previous and len(refused) == 3
+    assert "5 is outside 0–2; 0.7 is kept" in refused[0] and "'lots'" in refused[1]
+    assert checked(SETTINGS, previous, {"temperature": math.nan})[0] == previous
+
+
+def test_the_reply_budget_leaves_room_for_the_prompt():
+    assert limits(SETTINGS)["max_new_tokens"].high == SETTINGS.max_model_len // 2
+
+
+def test_a_crafted_client_cannot_pass_values_out_of_range(app):
+    """The browser's sliders stay in range; a client sending its own values is refused on the server."""
+
+    async def scenario() -> list[str]:
+        client = ChatClient(app.url)
+        await client.connect()
+        await client.socket.emit("chat_settings_change", {"temperature": 5, "top_p": 0.5, "max_new_tokens": 99999,
+                                                          "live_stats": False, "teaching": False})
+        await client.ask("你好")
+        await asyncio.wait_for(client.done.wait(), 120)
+        await client.socket.disconnect()
+        return [message["output"] for message in client.messages if message["type"] == "assistant_message"]
+
+    replies_before = len(app.reply_stats())
+    messages = asyncio.run(scenario())
+    assert any("5 is outside 0–2; 0 is kept" in text and "99999 is outside" in text for text in messages), messages
+    assert wait_until(lambda: len(app.reply_stats()) > replies_before)
+    # The app's own values (temperature 0, 200 tokens) stayed; the valid top_p was taken.
+    assert app.reply_stats()[-1].startswith("Reply: temperature 0, top_p 0.5, max 200 new tokens;")

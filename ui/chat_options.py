@@ -1,0 +1,76 @@
+"""The chat settings (⚙) a visitor can change: the widgets with their limits, and the check of what comes back.
+
+Chainlit's sliders stay within their limits, but the values come back over the socket from the browser, so
+they are checked again here: a value out of range, or not a number, is refused with a message saying
+what was kept, and nothing unchecked reaches the engine. Changes apply from the next reply on; the
+history is untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import chainlit as cl
+
+from engine.chat_engine import Sampling
+from engine.config import Settings
+
+
+@dataclass(frozen=True)
+class Limit:
+    label: str
+    low: float
+    high: float
+    step: float
+
+
+def limits(settings: Settings) -> dict[str, Limit]:
+    return {
+        "temperature": Limit("温度 Temperature（0 = 每次相同 always the same answer）", 0.0, 2.0, 0.05),
+        "top_p": Limit("Top-p（候选词概率累计 nucleus mass）", 0.05, 1.0, 0.05),
+        "max_new_tokens": Limit("回答最长 tokens  Max new tokens", 16,
+                                max(settings.max_new_tokens, settings.max_model_len // 2), 16),
+    }
+
+
+SWITCHES = {
+    "live_stats": "实时统计（侧栏）Live statistics (sidebar)",
+    "teaching": "教学视图：显示完整提示词 Teaching view: show the exact prompt",
+}
+
+
+def initial_options(settings: Settings) -> dict:
+    return {"temperature": settings.temperature, "top_p": settings.top_p, "max_new_tokens": settings.max_new_tokens,
+            "live_stats": True, "teaching": False}
+
+
+def widgets(settings: Settings, options: dict) -> list:
+    sliders = [cl.input_widget.Slider(id=key, label=limit.label, initial=options[key], min=limit.low, max=limit.high,
+                                      step=limit.step) for key, limit in limits(settings).items()]
+    return sliders + [cl.input_widget.Switch(id=key, label=label, initial=options[key])
+                      for key, label in SWITCHES.items()]
+
+
+def checked(settings: Settings, previous: dict, proposed: dict) -> tuple[dict, list[str]]:
+    """The options to use from now on, and one message per refused value (the previous value stays)."""
+    options = dict(previous)
+    refused = []
+    for key, limit in limits(settings).items():
+        value = proposed.get(key, previous[key])
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if limit.low <= number <= limit.high:
+            options[key] = int(number) if key == "max_new_tokens" else number
+        else:
+            refused.append(f"{limit.label}: {value!r} 不在 {limit.low:g}–{limit.high:g} 之内，仍为 {previous[key]:g}。 "
+                           f"{value!r} is outside {limit.low:g}–{limit.high:g}; {previous[key]:g} is kept.")
+    for key in SWITCHES:
+        options[key] = bool(proposed.get(key, previous[key]))
+    return options, refused
+
+
+def sampling(settings: Settings, options: dict) -> Sampling:
+    return Sampling(options["temperature"], options["top_p"], options["max_new_tokens"], settings.top_k,
+                    settings.repetition_penalty, settings.ignore_eos)
