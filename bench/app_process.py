@@ -1,15 +1,19 @@
 """The app as its users start it: `chainlit run app.py` in a process group of its own, its log in a file.
 
-Used by the benchmark's UI path and by the tests. Stopped the way a presenter stops it, with Ctrl-C.
+Used by the benchmark's UI path and by the tests. Stopped the way a presenter stops it, with Ctrl-C. Each
+instance runs in a folder of its own that links to the project's files: Chainlit deletes the `.files`
+folder of its working folder when it stops, which breaks any other instance running from the same folder.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,10 +36,14 @@ class AppProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         environment = {**os.environ, "CHAT_MODEL": str(model), **env}
+        self.folder = Path(tempfile.mkdtemp(prefix="chat-app-"))
+        for entry in PROJECT_ROOT.iterdir():
+            if entry.name != ".files":
+                (self.folder / entry.name).symlink_to(entry)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "chainlit", "run", "app.py", "--headless", "--host", "127.0.0.1",
              "--port", str(self.port)],
-            cwd=PROJECT_ROOT, env=environment, stdout=log_path.open("w"), stderr=subprocess.STDOUT,
+            cwd=self.folder, env=environment, stdout=log_path.open("w"), stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
@@ -63,3 +71,4 @@ class AppProcess:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, 9)
+        shutil.rmtree(self.folder, ignore_errors=True)  # the links only, never what they point to
