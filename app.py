@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import sys
 
@@ -22,11 +23,15 @@ from engine.model_source import resolve_model
 from engine.personas import Persona, load_personas
 from engine.preflight import check_model
 from engine.prompt import Message, RenderedPrompt
-from engine.service import is_ready, shutdown_engine, start_engine, wait_for_engine
+from engine.service import current_engine, is_ready, restarts, shutdown_engine, start_engine, wait_for_engine
 from ui import chat_options
 from ui.dashboard import Dashboard, footer
 from ui.language import chinese_first
 from ui.offline import serve_page_offline
+from web import telemetry
+from web.auth import Logins
+from web.gate import guard_logins, restrict_origins
+from web.health import add_health_routes
 
 log = logging.getLogger("app")
 
@@ -35,11 +40,15 @@ try:
     MODEL = resolve_model(SETTINGS.model, SETTINGS.cache_dir, prepare=False, weights=SETTINGS.weights)
     check_model(MODEL, SETTINGS)
     PERSONAS = {persona.name: persona for persona in load_personas(SETTINGS.prompts_dir, SETTINGS.persona)}
+    LOGINS = Logins(SETTINGS.users_file, SETTINGS.state_dir, SETTINGS.login_max_failures,
+                    SETTINGS.login_lockout_seconds) if SETTINGS.users_file else None
 except ChatError as error:
     print(f"\nCannot start: {error}\n", file=sys.stderr)
     sys.exit(2)
 serve_page_offline()
 chinese_first()
+restrict_origins(SETTINGS.allowed_origins)
+add_health_routes(MODEL.name, SETTINGS.metrics_token, LOGINS)
 
 # Deltas that arrive within this time are sent to the browser as one update: a fast engine then
 # costs the page at most 10 re-renders a second, while a 10 tokens/s model still streams per token.
@@ -48,6 +57,18 @@ UI_UPDATE_INTERVAL = 0.1
 GATE = ReplyGate(SETTINGS.max_concurrent_replies)
 GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
 MEMORY = MemoryMonitor()
+telemetry.watch(telemetry.LiveReadings(
+    running=lambda: GATE.running, waiting=lambda: GATE.waiting,
+    kv_cache_usage=lambda: engine.scheduler().kv_cache_usage if (engine := current_engine()) else 0.0,
+    app_pss=lambda: MEMORY.read().app_pss, engine_ready=is_ready, restarts=restarts))
+
+if LOGINS:
+    os.environ["CHAINLIT_AUTH_SECRET"] = LOGINS.secret  # Chainlit signs its login tokens with it
+    guard_logins(LOGINS)
+
+    @cl.password_auth_callback
+    async def log_in(name: str, password: str) -> cl.User | None:
+        return cl.User(identifier=name) if await LOGINS.check_password(name, password) else None
 
 
 @cl.on_app_startup
@@ -137,6 +158,11 @@ async def show_dashboard() -> None:
 
 @cl.on_message
 async def answer(message: cl.Message) -> None:
+    if LOGINS and not LOGINS.session_user(cl.context.session.token):
+        await cl.ErrorMessage(content="您的登录已失效（用户已删除或密码已更改），请刷新页面重新登录。 Your login has ended "
+                                      "(the user was removed or the password changed): reload the page and log in "
+                                      "again.").send()
+        return
     try:
         engine = await engine_with_notice()
         GUARD.check()
@@ -198,13 +224,16 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, sampling: Sa
     stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
     dashboard: Dashboard | None = cl.user_session.get("dashboard")
     ticker = asyncio.create_task(dashboard.follow(engine, stats)) if dashboard else None
+    failed = False
     try:
         async for text in engine.stream_reply(prompt, sampling, stats):
             await reply.stream_token(text)
             await asyncio.sleep(UI_UPDATE_INTERVAL)
     except ChatError as error:
+        failed = True
         await cl.ErrorMessage(content=str(error)).send()
     finally:
+        telemetry.record_reply(stats, failed)
         log.info("Reply: temperature %g, top_p %g, max %d new tokens; prompt %d tokens in %d messages, %d generated, "
                  "first token %s s, %s tokens/s, %s, sidebar %s", sampling.temperature, sampling.top_p,
                  sampling.max_new_tokens, stats.prompt_tokens, prompt_messages, stats.generated_tokens,

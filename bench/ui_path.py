@@ -21,10 +21,12 @@ from bench.workload import QUESTIONS, Reply, summarise
 class ChatClient:
     """One visitor's chat: a Chainlit session over Socket.IO."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         self.url = url
+        self.headers = headers or {}  # e.g. a login cookie, or an Origin
         self.socket = socketio.AsyncClient()
         self.token_times: list[float] = []
+        self.text = ""  # the streamed reply
         self.generated_tokens: int | None = None
         self.messages: list[dict] = []  # every message the app sent (new_message events)
         self.started = asyncio.Event()
@@ -35,6 +37,7 @@ class ChatClient:
     async def _on_event(self, event: str, data=None) -> None:
         if event == "stream_token":
             self.token_times.append(time.perf_counter())
+            self.text += data["token"]
         elif event in ("new_message", "update_message") and data.get("name") == "on_chat_start":
             self._chat_start_seen = True
         elif event == "new_message":
@@ -47,7 +50,7 @@ class ChatClient:
 
     async def connect(self) -> None:
         await self.socket.connect(self.url, socketio_path="/ws/socket.io", transports=["websocket"],
-                                  auth={"sessionId": str(uuid.uuid4()), "clientType": "webapp"})
+                                  headers=dict(self.headers), auth={"sessionId": str(uuid.uuid4()), "clientType": "webapp"})
         await self.socket.emit("connection_successful")
         await asyncio.wait_for(self.started.wait(), 60)
 

@@ -85,6 +85,10 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
     for each; and at most `batch_tokens` per step, so chats that start together get first tokens in turn.
     """
     os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_gib)
+    # One machine, no network needed: without an address vLLM finds its own by "connecting" a socket to
+    # 8.8.8.8, and unless told not to it reports usage statistics to its makers' server.
+    os.environ.setdefault("VLLM_HOST_IP", "127.0.0.1")
+    os.environ["VLLM_NO_USAGE_STATS"] = "1"
     if settings.threads:
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{settings.threads - 1}"
     else:

@@ -9,14 +9,16 @@ Chainlit loads a `.env` file from the working directory before the app imports t
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from engine.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+DATA_ROOT = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
 DTYPES = ("auto", "bfloat16", "float32", "float16")
 WEIGHTS = ("auto", "int8", "original")
 
@@ -44,6 +46,14 @@ class Settings:
     persona: str = "tour_guide"  # CHAT_PERSONA: default persona, a file name in prompts/ without .toml
     enable_thinking: bool = False  # CHAT_ENABLE_THINKING: template switch for Qwen3-style thinking
     prompts_dir: Path = PROJECT_ROOT / "prompts"  # CHAT_PROMPTS_DIR: folder of persona files
+    host: str = "127.0.0.1"  # CHAT_HOST: address to listen on; 0.0.0.0 = every network of the machine (the LAN)
+    port: int = 8000  # CHAT_PORT: port to listen on
+    state_dir: Path = DATA_ROOT / "qwen-cpu-chat"  # CHAT_STATE_DIR: session secret, users file, database
+    users_file: Path | None = None  # CHAT_USERS_FILE: set = logins on, with the users in this file; empty = off
+    login_max_failures: int = 5  # CHAT_LOGIN_MAX_FAILURES: wrong passwords (per user or address) before a lockout
+    login_lockout_seconds: int = 900  # CHAT_LOGIN_LOCKOUT_SECONDS: how long a lockout lasts
+    allowed_origins: tuple[str, ...] = ()  # CHAT_ALLOWED_ORIGINS: comma-separated; empty = the app's own address
+    metrics_token: str = ""  # CHAT_METRICS_TOKEN: bearer token for /healthz and /metrics from other machines
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -75,6 +85,14 @@ class Settings:
             raise ConfigError(f"CHAT_TOP_K={self.top_k} must be 0 (off) or a number of tokens.")
         if not 1.0 <= self.repetition_penalty <= 2.0:
             raise ConfigError(f"CHAT_REPETITION_PENALTY={self.repetition_penalty} must be between 1 (off) and 2.")
+        if not 1 <= self.port <= 65535:
+            raise ConfigError(f"CHAT_PORT={self.port} must be between 1 and 65535.")
+        if self.login_max_failures < 1 or self.login_lockout_seconds < 1:
+            raise ConfigError("CHAT_LOGIN_MAX_FAILURES and CHAT_LOGIN_LOCKOUT_SECONDS must be at least 1.")
+        for origin in self.allowed_origins:
+            if not re.fullmatch(r"https?://[^/\s]+", origin):
+                raise ConfigError(f"CHAT_ALLOWED_ORIGINS: {origin!r} is not an origin; write it as the browser "
+                                  "shows it, scheme and host (and port) only, e.g. http://10.0.0.5:8000.")
         if not 1 <= self.max_new_tokens < self.max_model_len:
             raise ConfigError(
                 f"CHAT_MAX_NEW_TOKENS={self.max_new_tokens} must be at least 1 and below "
@@ -82,28 +100,41 @@ class Settings:
             )
 
 
-def _parse(name: str, text: str, kind: type) -> object:
-    if kind is bool:
-        lowered = text.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off", ""):
-            return False
-        raise ConfigError(f"{name}={text!r} is not a yes/no value; use true or false.")
-    if kind is Path:
-        return Path(text.strip()).expanduser()
-    try:
-        return kind(text.strip()) if kind is not str else text.strip()
-    except ValueError:
-        raise ConfigError(f"{name}={text!r} is not a valid {kind.__name__}.") from None
+def _yes_no(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError
+
+
+def _path(text: str) -> Path:
+    return Path(text.strip()).expanduser()
+
+
+# How each field's annotation is read from its variable's text; a ValueError means the text is not valid.
+_PARSERS: dict[str, Callable[[str], object]] = {
+    "str": str.strip,
+    "int": lambda text: int(text.strip()),
+    "float": lambda text: float(text.strip()),
+    "bool": _yes_no,
+    "Path": _path,
+    "Path | None": lambda text: _path(text) if text.strip() else None,
+    "tuple[str, ...]": lambda text: tuple(item.strip().rstrip("/") for item in text.split(",") if item.strip()),
+}
+_KIND_NAMES = {"bool": "yes/no value (true or false)", "Path | None": "path"}
 
 
 def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
     """Read every `CHAT_*` variable once and return the validated, frozen settings."""
-    kinds = {"str": str, "int": int, "float": float, "bool": bool, "Path": Path}
     values = {}
     for field in fields(Settings):
         name = "CHAT_" + field.name.upper()
         if name in environ:
-            values[field.name] = _parse(name, environ[name], kinds[field.type])
+            try:
+                values[field.name] = _PARSERS[field.type](environ[name])
+            except ValueError:
+                kind = _KIND_NAMES.get(field.type, field.type)
+                raise ConfigError(f"{name}={environ[name]!r} is not a valid {kind}.") from None
     return Settings(**values)

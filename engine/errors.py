@@ -31,3 +31,7 @@ class EngineUnavailableError(ChatError):
 
 class MemoryLowError(ChatError):
     """The machine is short of memory, so no new reply is started until it recovers."""
+
+
+class DeployError(ChatError):
+    """The offline bundle cannot be built, or cannot be installed on this machine."""

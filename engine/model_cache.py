@@ -46,8 +46,12 @@ def build_once(folder: Path, build: Callable[[Path], None]) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     build(staging)
-    manifest = {path.name: {"size": path.stat().st_size, "sha256": file_sha256(path)}
-                for path in sorted(staging.iterdir()) if path.is_file()}
-    (staging / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    (staging / MANIFEST).write_text(json.dumps(manifest_of(staging), indent=1))
     staging.rename(folder)
     return folder
+
+
+def manifest_of(folder: Path) -> dict[str, dict]:
+    """Size and sha256 of every file directly in `folder` but the manifest itself."""
+    return {path.name: {"size": path.stat().st_size, "sha256": file_sha256(path)}
+            for path in sorted(folder.iterdir()) if path.is_file() and path.name != MANIFEST}

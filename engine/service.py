@@ -29,6 +29,7 @@ _lock = threading.Lock()
 _engine: Future[ChatEngine] | None = None
 _build: Callable[[], ChatEngine] | None = None  # loads the engine with the settings it was started with
 _stopping = threading.Event()  # set at shutdown: an engine that stops then is not rebuilt
+_restarts = 0  # engines rebuilt after their processes died
 
 
 def start_engine(settings: Settings, model: Path,
@@ -69,7 +70,9 @@ def _watch() -> None:
 
 
 def _rebuild(dead: ChatEngine) -> None:
+    global _restarts
     log.error("The engine's processes died; shutting them down and loading the model again")
+    _restarts += 1
 
     def build() -> ChatEngine:
         dead.shutdown()  # whatever of vLLM's processes is still alive
@@ -83,6 +86,26 @@ def is_ready() -> bool:
     """Whether the engine finished loading without an error and is alive."""
     return (_engine is not None and _engine.done() and _engine.exception() is None
             and _engine.result().is_alive())
+
+
+def current_engine() -> ChatEngine | None:
+    """The engine if it is ready now, else None: for readers that must not wait (health, metrics)."""
+    return _engine.result() if is_ready() else None
+
+
+def state() -> str:
+    """One word for health checks: loading, restarting (after a fault), ready, failed or stopping."""
+    if _stopping.is_set():
+        return "stopping"
+    if _engine is None or not _engine.done():
+        return "restarting" if _restarts else "loading"
+    if _engine.exception() is not None:
+        return "failed"
+    return "ready" if _engine.result().is_alive() else "restarting"
+
+
+def restarts() -> int:
+    return _restarts
 
 
 async def wait_for_engine() -> ChatEngine:

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Prepare this checkout: a virtual environment in .venv with the pinned packages, Debian's tcmalloc where
-# this user may install it, and the model the app will use (the bundled demo model in int8 unless
-# CHAT_MODEL / CHAT_WEIGHTS say otherwise: downloaded, converted and quantised once into a cache outside
-# the checkout). With "test": also the test and benchmark packages, Debian's Chromium and a CJK font, and
-# always the demo model. Safe to run again: it skips what is done.
+# this user may install it (when .venv is first created), and the model the app will use (the bundled demo
+# model in int8 unless CHAT_MODEL / CHAT_WEIGHTS say otherwise: downloaded, converted and quantised once
+# into a cache outside the checkout). With "test": also the test and benchmark packages, Debian's
+# Chromium, a CJK font, strace and systemd-analyze, always the demo model, and the wheels of the offline
+# bundle. Safe to run again: it skips what is done, and then touches no network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +26,8 @@ apt_install() {  # Debian packages, installed only where missing and only if thi
     $sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq "$@" >/dev/null
 }
 
-[[ -x $venv/bin/python ]] || { echo "==> Creating $venv"; "$python" -m venv "$venv"; }
+created=false
+[[ -x $venv/bin/python ]] || { echo "==> Creating $venv"; "$python" -m venv "$venv"; created=true; }
 install_locked requirements.txt
 
 # tcmalloc makes the engine about 5 % faster (README, Performance); the app runs without it too.
@@ -33,11 +35,16 @@ has_tcmalloc() { ldconfig -p | grep -q libtcmalloc_minimal.so.4; }
 
 if [[ ${1:-} == test ]]; then
     install_locked requirements-test.txt
-    if ! command -v chromium >/dev/null || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || ! has_tcmalloc; then
-        apt_install chromium fonts-noto-cjk libtcmalloc-minimal4
+    if ! command -v chromium >/dev/null || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || ! has_tcmalloc \
+            || ! command -v strace >/dev/null || ! command -v systemd-analyze >/dev/null; then
+        apt_install chromium fonts-noto-cjk libtcmalloc-minimal4 strace systemd
     fi
     "$venv/bin/python" -m engine.prepare --demo
+    "$venv/bin/python" -m deploy.wheelhouse
 else
-    has_tcmalloc || apt_install libtcmalloc-minimal4 || echo "==> Note: libtcmalloc-minimal4 is not installed; the engine runs without it"
+    # Only with a new .venv: later runs, and an install from the offline bundle, never reach for apt.
+    if $created && ! has_tcmalloc; then
+        apt_install libtcmalloc-minimal4 || echo "==> Note: libtcmalloc-minimal4 is not installed; the engine runs without it"
+    fi
     "$venv/bin/python" -m engine.prepare
 fi

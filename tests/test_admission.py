@@ -2,7 +2,11 @@
 
 import asyncio
 
+import pytest
+
 from engine.admission import ReplyGate
+
+pytestmark = pytest.mark.fast
 
 
 async def test_limit_and_order_and_places():

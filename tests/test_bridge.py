@@ -8,6 +8,8 @@ import pytest
 
 from engine.bridge import Channel
 
+pytestmark = pytest.mark.fast
+
 
 def _produce(channel, items, error=None, delay=0.0):
     for item in items:

@@ -8,6 +8,8 @@ from engine.config import load_settings
 from engine.errors import ConfigError
 from engine.hardware import resolve_dtype
 
+pytestmark = pytest.mark.fast
+
 
 def test_defaults_and_overrides():
     settings = load_settings({"CHAT_MODEL": "/m", "CHAT_TEMPERATURE": "0", "CHAT_THREADS": "4",

@@ -12,9 +12,11 @@ import re
 import signal
 import time
 
+import httpx
 import psutil
 import pytest
 
+from engine.hardware import resolve_dtype
 from tests.browser import REPLY, ask_and_wait, open_chat, send, set_option, socket_events, wait_until
 from tests.conftest import ARTIFACTS, RunningApp, smaps_rollup_pss
 
@@ -180,7 +182,7 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     assert len({values["generated_tokens"] for values in streaming}) >= 10
     assert len({(values["app_memory_mib"], values["system_used_mib"]) for values in streaming}) >= 2
     assert final["running"] == "0" and final["model"].startswith("Qwen2.5-Coder-0.5B-Instruct")
-    assert final["weights"] == "int8" and final["dtype"] == "bfloat16"
+    assert final["weights"] == "int8" and final["dtype"] == resolve_dtype("auto")
 
     # Token counts, exactly: the reply's raw text re-tokenised (+1 for the end-of-turn token the model
     # generated and the text does not show), the prompt rendered again.
@@ -294,6 +296,11 @@ def test_ctrl_c_leaves_no_engine_process(tiny_model_dir):
                                  for pid in engine_pids), timeout=10)
 
 
+def health(app) -> tuple[int, str]:
+    answer = httpx.get(f"{app.url}/healthz", timeout=10)
+    return answer.status_code, answer.json()["status"]
+
+
 def test_a_dead_engine_is_reported_and_rebuilt(browser, paced_model_dir):
     running = RunningApp(paced_model_dir, ARTIFACTS / "app-engine-fault.log", CHAT_TEMPERATURE="0",
                          CHAT_MAX_NEW_TOKENS="100")
@@ -302,14 +309,19 @@ def test_a_dead_engine_is_reported_and_rebuilt(browser, paced_model_dir):
         page = open_chat(browser, running)
         send(page, "推荐三个广州的景点")
         page.wait_for_selector(REPLY, timeout=30_000)
+        assert health(running) == (200, "ready")
         worker = next(proc for proc in running.engine_processes() if "Worker" in " ".join(proc.cmdline()))
         worker.kill()  # what the kernel's out-of-memory killer does
         page.wait_for_selector("text=正在自动重启", timeout=15_000)  # the visitor is told, no endless spinner
+        assert wait_until(lambda: health(running) == (503, "restarting"), timeout=15)  # monitoring sees it too
         page.wait_for_selector("#chat-submit", timeout=15_000)
         assert wait_until(lambda: running.log().count("Engine ready") == 2, timeout=120)
+        assert health(running) == (200, "ready")
         send(page, "你好")  # the same chat goes on with the rebuilt engine
         assert wait_until(lambda: running.reply_stats() and ", length," in running.reply_stats()[-1], timeout=60)
         assert running.process.poll() is None
+        metrics = httpx.get(f"{running.url}/metrics").text
+        assert "chat_engine_restarts_total 1.0" in metrics and 'chat_replies_total{ended="error"} 1.0' in metrics
         assert len([proc for proc in running.engine_processes() if "EngineCore" in " ".join(proc.cmdline())]) == 1
         page.close()
     finally:

@@ -11,6 +11,8 @@ from engine.errors import ModelLoadError
 from engine.gguf_import import convert_gguf
 from tests.tiny_gguf import write_gguf
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture(scope="module")
 def converted(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -4,6 +4,8 @@ from importlib import metadata
 
 import pytest
 
+pytestmark = pytest.mark.fast
+
 
 def test_chainlit_is_the_pinned_release_not_the_2023_one():
     assert metadata.version("chainlit") == "2.12.0"

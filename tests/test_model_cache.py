@@ -4,6 +4,8 @@ import pytest
 
 from engine.model_cache import MANIFEST, build_once, is_complete
 
+pytestmark = pytest.mark.fast
+
 
 def write_two_files(folder):
     (folder / "a.txt").write_text("alpha")

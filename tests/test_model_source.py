@@ -11,6 +11,8 @@ from engine.errors import ModelLoadError
 from engine.model_source import resolve_model
 from tests.tiny_gguf import write_gguf
 
+pytestmark = pytest.mark.fast
+
 
 def test_a_local_folder_is_used_as_it_is(tiny_model_dir, tmp_path):
     assert resolve_model(str(tiny_model_dir), tmp_path, prepare=False) == tiny_model_dir

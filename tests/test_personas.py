@@ -8,6 +8,8 @@ from engine.config import PROJECT_ROOT
 from engine.errors import PersonaError
 from engine.personas import load_personas
 
+pytestmark = pytest.mark.fast
+
 PROMPTS = PROJECT_ROOT / "prompts"
 
 

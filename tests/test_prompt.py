@@ -6,6 +6,8 @@ from engine.errors import MessageTooLongError
 from engine.prompt import render_prompt
 from tests.tiny_model import build_tiny_qwen
 
+pytestmark = pytest.mark.fast
+
 HISTORY = [
     {"role": "user", "content": "你好"},
     {"role": "assistant", "content": "你好！我是导游。"},

@@ -1,0 +1,107 @@
+"""How much memory a Qwen model needs here: its weights, the KV cache for the chats it serves, and the runtime.
+
+Computed from a model's `config.json` (its shape), never typed by hand: the pre-start check
+(`engine.preflight`) and the README's table (`python -m engine.sizing`) both use `memory_needed`.
+The runtime figure is measured, not derived. Knows nothing of vLLM or the app.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GIB = 1024**3
+# Beside weights and KV cache: the web process (about 1 GiB), vLLM's engine-core (0.6 GiB) and worker
+# processes (Python, torch, oneDNN kernels, activations). Measured as PSS over the app's process tree minus
+# weights and KV cache, demo model in int8: 2.7 GiB with bfloat16 activations (AVX-512 machine), 3.17 GiB
+# with float32 (AVX2 machine, 2026-11-30); rounded up.
+RUNTIME_BYTES = int(3.25 * GIB)
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What sizes a decoder-only Qwen model: the fields of its `config.json`."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    tied_embeddings: bool
+    head_dim: int = 0  # 0 = hidden / heads, as in Qwen2 configs that omit it
+
+    @classmethod
+    def from_config(cls, config: dict) -> ModelShape:
+        return cls(config["num_hidden_layers"], config["hidden_size"], config["num_attention_heads"],
+                   config.get("num_key_value_heads", config["num_attention_heads"]), config["intermediate_size"],
+                   config["vocab_size"], bool(config.get("tie_word_embeddings", False)), config.get("head_dim") or 0)
+
+    @property
+    def attention_dim(self) -> int:
+        return self.head_dim or self.hidden // self.heads
+
+    def linear_rows_and_parameters(self) -> tuple[int, int]:
+        """Output rows and parameters of the decoder's linear layers (the ones `engine.quantize` makes int8)."""
+        q, kv = self.heads * self.attention_dim, self.kv_heads * self.attention_dim
+        shapes = [(q, self.hidden), (kv, self.hidden), (kv, self.hidden), (self.hidden, q),
+                  (self.intermediate, self.hidden), (self.intermediate, self.hidden), (self.hidden, self.intermediate)]
+        return (self.layers * sum(rows for rows, _ in shapes),
+                self.layers * sum(rows * columns for rows, columns in shapes))
+
+    def other_parameters(self) -> int:
+        """Embeddings, output head (unless tied), norms and attention biases: kept in 16 bits."""
+        q, kv = self.heads * self.attention_dim, self.kv_heads * self.attention_dim
+        per_layer = 2 * self.hidden + q + 2 * kv
+        head = 0 if self.tied_embeddings else self.vocab * self.hidden
+        return self.vocab * self.hidden + head + self.layers * per_layer + self.hidden
+
+    def parameters(self) -> int:
+        return self.linear_rows_and_parameters()[1] + self.other_parameters()
+
+
+def weight_bytes(shape: ModelShape, weights: str, dtype: str = "bfloat16") -> int:
+    """Bytes of weights in memory: `weights` is "int8" (linear layers int8 with a scale per row) or "original"."""
+    element = DTYPE_BYTES[dtype]
+    if weights != "int8":
+        return shape.parameters() * element
+    rows, linear = shape.linear_rows_and_parameters()
+    return linear + rows * element + shape.other_parameters() * element
+
+
+def kv_cache_bytes(shape: ModelShape, tokens: int, dtype: str = "bfloat16") -> int:
+    """Keys and values of `tokens` tokens over every layer."""
+    return 2 * shape.layers * shape.kv_heads * shape.attention_dim * DTYPE_BYTES[dtype] * tokens
+
+
+def memory_needed(weights: int, kv_cache: int) -> int:
+    """Bytes the whole app needs: weights and KV cache as computed above, plus the measured runtime."""
+    return weights + kv_cache + RUNTIME_BYTES
+
+
+# From each model's published config.json (Qwen2.5 family).
+QWEN = {
+    "Qwen2.5-0.5B-Instruct": ModelShape(24, 896, 14, 2, 4864, 151_936, True),
+    "Qwen2.5-1.5B-Instruct": ModelShape(28, 1536, 12, 2, 8960, 151_936, True),
+    "Qwen2.5-7B-Instruct": ModelShape(28, 3584, 28, 4, 18_944, 152_064, False),
+    "Qwen2.5-14B-Instruct": ModelShape(48, 5120, 40, 8, 13_824, 152_064, False),
+}
+CASES = [(1, 4096), (8, 4096), (1, 32_768), (8, 32_768)]  # (chats, context tokens each)
+
+
+def memory_table() -> str:
+    """The README's table: GiB needed per model and weight format, for 1 and 8 chats at 4k and 32k context."""
+    lines = ["| model | weights | weights GiB | " + " | ".join(f"{chats} chat{'s' * (chats > 1)} × {context // 1024}k"
+                                                              for chats, context in CASES) + " |",
+             "|---|---|---:|" + "---:|" * len(CASES)]
+    for name, shape in QWEN.items():
+        for weights, label in (("int8", "int8"), ("original", "bf16")):
+            weight = weight_bytes(shape, weights)
+            needed = [memory_needed(weight, kv_cache_bytes(shape, chats * context)) for chats, context in CASES]
+            lines.append(f"| {name} | {label} | {weight / GIB:.1f} | "
+                         + " | ".join(f"{total / GIB:.1f}" for total in needed) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(memory_table())

@@ -1,0 +1,126 @@
+"""Logins, when `CHAT_USERS_FILE` is set: Chainlit's password login checked against the users file, a
+lockout after repeated wrong passwords, the session secret, and whether a login still counts.
+
+Chainlit signs a login token (a JWT in an httponly cookie, valid 15 days) and never looks at the users
+file again; `Logins.session_user` does, on every request and message, so removing a user or changing a
+password ends their sessions. The secret that signs the tokens is created once in `CHAT_STATE_DIR`, outside
+the checkout. Knows nothing of the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import time
+from collections import defaultdict, deque
+from pathlib import Path
+from typing import Callable
+
+import jwt
+
+from engine.errors import ConfigError
+from engine.users import UsersFile
+
+log = logging.getLogger(__name__)
+SECRET_FILE = "auth_secret"
+# Sent with status 429. Chainlit's login page shows the translation of the status text instead
+# ("too many requests" in .chainlit/translations/*.json, auth.login.errors), which says the same.
+LOCKED_OUT = ("登录失败次数过多，已暂时锁定，请稍后再试。 Too many wrong passwords: logins are locked for a while; "
+              "please try again later.")
+
+
+def ensure_secret(state_dir: Path) -> str:
+    """The secret that signs login tokens: read from the state folder, created there (owner-only) the first time."""
+    path = state_dir / SECRET_FILE
+    if not path.exists():
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+            file.write(secrets.token_urlsafe(48))
+    return path.read_text().strip()
+
+
+class LoginThrottle:
+    """Wrong passwords counted per key (a user name, an address) over the last `WINDOW` seconds: each
+    attempt after a failure waits longer (1, 2, 4, 8 s), and the `max_failures`-th locks the key out for
+    `lockout` seconds."""
+
+    WINDOW = 900.0
+    MAX_DELAY = 8.0
+    MAX_KEYS = 10_000
+
+    def __init__(self, max_failures: int, lockout: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_failures = max_failures
+        self.lockout = lockout
+        self._clock = clock
+        self._failures: dict[str, deque[float]] = defaultdict(deque)
+        self._locked_until: dict[str, float] = {}
+
+    def _recent(self, key: str) -> deque[float]:
+        failures = self._failures[key]
+        while failures and failures[0] <= self._clock() - self.WINDOW:
+            failures.popleft()
+        return failures
+
+    def locked_for(self, keys: list[str]) -> float:
+        """Seconds until every key may try again; 0 when none is locked out."""
+        return max(0.0, *(self._locked_until.get(key, 0.0) - self._clock() for key in keys))
+
+    def delay(self, keys: list[str]) -> float:
+        """How long this attempt waits before its password is checked: longer after each recent failure."""
+        failures = max(len(self._recent(key)) for key in keys)
+        return 0.0 if failures == 0 else min(2.0 ** (failures - 1), self.MAX_DELAY)
+
+    def failed(self, keys: list[str]) -> None:
+        for key in keys:
+            recent = self._recent(key)
+            recent.append(self._clock())
+            if len(recent) >= self.max_failures:
+                self._locked_until[key] = self._clock() + self.lockout
+                recent.clear()
+        if len(self._failures) + len(self._locked_until) > self.MAX_KEYS:  # made-up names must not fill memory
+            self._failures = defaultdict(deque, {key: recent for key in list(self._failures)
+                                                 if (recent := self._recent(key))})
+            self._locked_until = {key: until for key, until in self._locked_until.items() if until > self._clock()}
+
+    def succeeded(self, keys: list[str]) -> None:
+        for key in keys:
+            self._failures.pop(key, None)
+
+
+class Logins:
+    """The users file, the signing secret and the throttle of one app."""
+
+    def __init__(self, users_file: Path, state_dir: Path, max_failures: int, lockout_seconds: int) -> None:
+        self.users = UsersFile(users_file)
+        if not self.users.users():
+            raise ConfigError(f"CHAT_USERS_FILE={users_file} holds no users yet. Add one with "
+                              "`.venv/bin/python -m engine.users add NAME`, or unset CHAT_USERS_FILE for no logins.")
+        self.secret = ensure_secret(state_dir)
+        self.throttle = LoginThrottle(max_failures, lockout_seconds)
+
+    async def check_password(self, name: str, password: str) -> bool:
+        return await asyncio.to_thread(self._verify, name, password)
+
+    def _verify(self, name: str, password: str) -> bool:
+        try:
+            return self.users.verify(name, password)
+        except ConfigError as error:  # the file was broken while the app runs: nobody gets in until it is fixed
+            log.error("%s", error)
+            return False
+
+    def session_user(self, token: str | None) -> str | None:
+        """The user a login token belongs to, if it is genuine, unexpired and still counts."""
+        if not token:
+            return None
+        try:
+            claims = jwt.decode(token, self.secret, algorithms=["HS256"], options={"require": ["exp", "iat"]})
+        except jwt.InvalidTokenError:
+            return None
+        name = claims.get("identifier")
+        try:
+            return name if isinstance(name, str) and self.users.session_valid(name, claims["iat"]) else None
+        except ConfigError as error:
+            log.error("%s", error)
+            return None

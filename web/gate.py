@@ -1,0 +1,152 @@
+"""Who may reach what: origins for the socket and for HTTP, and, with logins on, the gate in front of every
+request and socket of the app.
+
+Origins: Chainlit 2.12 creates its Socket.IO server with `cors_allowed_origins=[]`, which turns the
+Origin check off, so any web page a visitor opens could talk to the chat over their connection.
+`restrict_origins` makes the socket accept only pages of the app's own address (the Host the browser
+asked for), or exactly `CHAT_ALLOWED_ORIGINS` when that is set, which then also replaces the config's
+HTTP `allow_origins`.
+
+Logins (`AccessGate`): only what the login page itself needs is open (`OPEN_PATHS`, `OPEN_PREFIXES`);
+Chainlit's `/project/*` API, `/user`, the thread endpoints and the socket need a login that still counts
+(`web.auth.Logins.session_user`); a token that no longer counts is refused and its cookie cleared, so
+the page shows the login form again. `POST /login` is throttled (`web.auth.LoginThrottle`). Health and
+metrics check their own access (`web.health`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import Awaitable, Callable
+from urllib.parse import urlsplit
+
+import chainlit.server as server
+from chainlit.auth.cookie import get_token_from_cookies
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request, cookie_parser
+
+from web import telemetry
+from web.auth import LOCKED_OUT, Logins
+
+Scope = dict
+Receive = Callable[[], Awaitable[dict]]
+Send = Callable[[dict], Awaitable[None]]
+
+OPEN_PATHS = frozenset({"/", "/login", "/logout", "/auth/config", "/project/translations", "/logo", "/favicon",
+                        "/health", "/healthz", "/metrics"})
+# Static files, and the page shell of a thread's address (the page itself then asks for the login).
+OPEN_PREFIXES = ("/public/", "/assets/", "/avatars/", "/thread/")
+AUTH_COOKIE = "access_token"
+
+
+def restrict_origins(allowed: tuple[str, ...]) -> None:
+    """Accept the socket only from the app's own pages, or from `allowed` (`CHAT_ALLOWED_ORIGINS`) if set."""
+    def origin_allowed(origin: str | None, environ: dict) -> bool:
+        if allowed:
+            return origin in allowed
+        hosts = {environ.get("HTTP_HOST"), environ.get("HTTP_X_FORWARDED_HOST", "").split(",")[0].strip()}
+        return urlsplit(origin or "").netloc in hosts - {None, ""}
+
+    server.sio.eio.cors_allowed_origins = origin_allowed
+    for middleware in server.app.user_middleware:
+        if middleware.cls is CORSMiddleware:
+            middleware.kwargs["allow_origins"] = list(allowed)
+
+
+def login_token(headers: Headers) -> str | None:
+    """Chainlit's login token: its cookie (possibly in chunks), else an `Authorization: Bearer` header."""
+    if token := get_token_from_cookies(cookie_parser(headers.get("cookie", ""))):
+        return token
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+class AccessGate:
+    """ASGI middleware: refuse what needs a login to anyone without one that still counts; throttle logins."""
+
+    def __init__(self, app: Callable, logins: Logins) -> None:
+        self.app = app
+        self.logins = logins
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        path = scope["path"]
+        if scope["type"] == "http" and scope["method"] == "POST" and path == "/login":
+            return await self._login(scope, receive, send)
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+            return await self.app(scope, receive, send)
+        token = login_token(Headers(scope=scope))
+        if self.logins.session_user(token):
+            return await self.app(scope, receive, send)
+        if scope["type"] == "websocket":
+            await receive()  # the connect message; closing before accepting answers the handshake with 403
+            return await send({"type": "websocket.close", "code": 1008})
+        # A token that no longer counts (user removed, password changed): clear it, so the page asks again.
+        clear = [(b"set-cookie", f"{AUTH_COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=lax".encode())] if token else []
+        await _json(send, 401, {"detail": "Unauthorized"}, clear)
+
+    async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = await _read_body(receive)
+        form = await Request(scope, _replay(body, receive)).form()
+        address = (scope.get("client") or ("unknown",))[0]
+        keys = [f"user:{form.get('username', '')}", f"address:{address}"]
+        throttle = self.logins.throttle
+        if locked := throttle.locked_for(keys):
+            telemetry.LOGINS_REFUSED.labels("locked_out").inc()
+            return await _json(send, 429, {"detail": LOCKED_OUT}, [(b"retry-after", str(math.ceil(locked)).encode())])
+        await asyncio.sleep(throttle.delay(keys))
+        status = 0
+
+        async def note_status(message: dict) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self.app(scope, _replay(body, receive), note_status)
+        if status == 401:
+            throttle.failed(keys)
+            telemetry.LOGINS_REFUSED.labels("wrong_password").inc()
+        elif status < 400:
+            throttle.succeeded(keys)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` as it was before the body was read: the body once, then whatever comes next (a disconnect)."""
+    replayed = False
+
+    async def replay() -> dict:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+async def _json(send: Send, status: int, content: dict, headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps(content).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def guard_logins(logins: Logins) -> None:
+    server.app.add_middleware(AccessGate, logins=logins)

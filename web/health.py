@@ -1,0 +1,57 @@
+"""`GET /healthz` and `GET /metrics` on the app's own port, for load balancers and monitoring.
+
+`/healthz` answers 200 with `{"status": "ready", ...}` when the engine answers, and 503 with the status
+(`loading`, `restarting` after a fault, `failed`, `stopping`) otherwise. `/metrics` is `web.telemetry`'s
+registry in Prometheus' text format. Both answer requests from loopback, with
+`Authorization: Bearer <CHAT_METRICS_TOKEN>`, or from a logged-in user; anyone else gets 403.
+Importing Chainlit registers a catch-all route that answers any unknown path with the page (and its own
+`/health` always says ok), so these routes are put in front of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import secrets
+
+import chainlit.server as server
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from engine import service
+from web import telemetry
+from web.auth import Logins
+from web.gate import login_token
+
+
+def add_health_routes(model_name: str, metrics_token: str, logins: Logins | None) -> None:
+    def allowed(request: Request) -> bool:
+        try:
+            if ipaddress.ip_address(request.client.host if request.client else "").is_loopback:
+                return True
+        except ValueError:
+            pass
+        token = login_token(request.headers)
+        return bool(token) and (bool(metrics_token) and secrets.compare_digest(token, metrics_token)
+                                or logins is not None and logins.session_user(token) is not None)
+
+    def refused() -> Response:
+        return JSONResponse({"detail": "Only from this machine, with the CHAT_METRICS_TOKEN bearer token, or "
+                                       "logged in."}, status_code=403)
+
+    async def healthz(request: Request) -> Response:
+        if not allowed(request):
+            return refused()
+        state = service.state()
+        return JSONResponse({"status": state, "model": model_name, "engine_restarts": service.restarts()},
+                            status_code=200 if state == "ready" else 503)
+
+    async def metrics(request: Request) -> Response:
+        if not allowed(request):
+            return refused()
+        # Reading the app's memory may walk its page tables (tens of ms): not on the event loop.
+        return Response(await asyncio.to_thread(generate_latest, telemetry.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    server.app.router.routes[0:0] = [Route("/healthz", healthz), Route("/metrics", metrics)]

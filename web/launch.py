@@ -1,0 +1,31 @@
+"""`python -m web.launch [chainlit options]`: start the app on `CHAT_HOST` and `CHAT_PORT` (what `./run.sh` runs).
+
+Chainlit takes its address from the command line before it imports the app, so the settings are read
+here first (from `.env` too, as Chainlit does) and handed to `chainlit run`; options given after them
+(`./run.sh --port 9000`) still win.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from dotenv import load_dotenv
+
+from engine.config import load_settings
+from engine.errors import ChatError
+
+
+def main(argv: list[str]) -> None:
+    load_dotenv(os.path.join(os.getcwd(), os.getenv("CHAINLIT_ENV_FILE", ".env")))
+    try:
+        settings = load_settings()
+    except ChatError as error:
+        print(f"\nCannot start: {error}\n", file=sys.stderr)
+        sys.exit(2)
+    os.execv(sys.executable, [sys.executable, "-m", "chainlit", "run", "app.py", "--host", settings.host,
+                              "--port", str(settings.port), *argv])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
