@@ -1,4 +1,4 @@
-"""Chainlit handlers: chat profiles (personas), the chat history of a session, and streaming replies.
+"""Chainlit handlers: chat profiles (personas), each session's conversation (stored, resumed, rewound on edits), streaming replies.
 
 Everything about the model lives in `engine/`; this module speaks Chainlit and never imports vLLM.
 The engine is loaded once per process when the app starts and shared by every session.
@@ -13,6 +13,7 @@ import re
 import sys
 
 import chainlit as cl
+from chainlit.utils import utc_now
 
 from engine.admission import ReplyGate
 from engine.chat_engine import ChatEngine, ReplyStats, Sampling
@@ -22,10 +23,14 @@ from engine.memory import GIB, MemoryGuard, MemoryMonitor
 from engine.model_source import resolve_model
 from engine.personas import Persona, load_personas
 from engine.preflight import check_model
-from engine.prompt import Message, RenderedPrompt
+from engine.prompt import RenderedPrompt
 from engine.service import current_engine, is_ready, restarts, shutdown_engine, start_engine, wait_for_engine
+from history.conversation import REPLY, Conversation
+from history.records import forget_idle
+from history.schema import open_database
+from history.store import ChatStore
 from ui import chat_options
-from ui.dashboard import Dashboard, footer
+from ui.dashboard import Dashboard, footer, footer_figures
 from ui.language import chinese_first
 from ui.offline import serve_page_offline
 from web import telemetry
@@ -42,6 +47,7 @@ try:
     PERSONAS = {persona.name: persona for persona in load_personas(SETTINGS.prompts_dir, SETTINGS.persona)}
     LOGINS = Logins(SETTINGS.users_file, SETTINGS.state_dir, SETTINGS.login_max_failures,
                     SETTINGS.login_lockout_seconds) if SETTINGS.users_file else None
+    open_database(SETTINGS.database)
 except ChatError as error:
     print(f"\nCannot start: {error}\n", file=sys.stderr)
     sys.exit(2)
@@ -54,6 +60,7 @@ add_health_routes(MODEL.name, SETTINGS.metrics_token, LOGINS)
 # costs the page at most 10 re-renders a second, while a 10 tokens/s model still streams per token.
 UI_UPDATE_INTERVAL = 0.1
 
+STORE = ChatStore(SETTINGS.database)
 GATE = ReplyGate(SETTINGS.max_concurrent_replies)
 GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
 MEMORY = MemoryMonitor()
@@ -71,9 +78,24 @@ if LOGINS:
         return cl.User(identifier=name) if await LOGINS.check_password(name, password) else None
 
 
+@cl.data_layer
+def conversations_store() -> ChatStore:
+    return STORE
+
+
 @cl.on_app_startup
 async def load_engine_in_background() -> None:
     start_engine(SETTINGS, MODEL)
+    if SETTINGS.history_days:
+        asyncio.create_task(forget_idle_conversations())
+
+
+async def forget_idle_conversations() -> None:
+    """Retention (CHAT_HISTORY_DAYS): at start, then once a day."""
+    while True:
+        forgotten = await asyncio.to_thread(forget_idle, SETTINGS.database, SETTINGS.history_days)
+        log.info("Retention: deleted %d conversations idle for more than %d days", forgotten, SETTINGS.history_days)
+        await asyncio.sleep(24 * 3600)
 
 
 @cl.on_app_shutdown
@@ -97,15 +119,42 @@ def current_persona() -> Persona:
 
 @cl.on_chat_start
 async def start_chat() -> None:
-    cl.user_session.set("history", [])
-    options = chat_options.initial_options(SETTINGS)
+    await open_conversation(Conversation(), chat_options.initial_options(SETTINGS))
+
+
+@cl.on_chat_resume
+async def resume_chat(thread: dict) -> None:
+    """A stored conversation opened again: the model's context is its stored questions and replies, with the
+    persona (Chainlit restores the chat profile) and chat settings it had."""
+    stored = (thread.get("metadata") or {}).get("options") or {}
+    options, _ = chat_options.checked(SETTINGS, chat_options.initial_options(SETTINGS), stored)
+    # Chainlit sends the stored thread to the page after this handler, and the page then starts afresh:
+    # the sidebar follows in a task of its own, after that.
+    await open_conversation(Conversation.from_steps(thread["steps"]), options, sidebar_later=True)
+
+
+async def open_conversation(conversation: Conversation, options: dict, sidebar_later: bool = False) -> None:
+    cl.user_session.set("conversation", conversation)
     cl.user_session.set("options", options)
+    cl.user_session.set("dashboard", None)
     await cl.ChatSettings(chat_options.widgets(SETTINGS, options)).send()
     try:
         await engine_with_notice()
     except ChatError:
         return
-    await show_dashboard()
+    if sidebar_later:
+        asyncio.create_task(show_dashboard())
+    else:
+        await show_dashboard()
+
+
+async def remember_options() -> None:
+    """Store the persona and chat settings with the conversation now: Chainlit itself saves a session's data
+    only when its socket closes, which an app that is killed never gets to."""
+    session = cl.context.session
+    if session.has_first_interaction:
+        await STORE.update_thread(session.thread_id, metadata={
+            "chat_profile": cl.user_session.get("chat_profile"), "options": cl.user_session.get("options")})
 
 
 async def engine_with_notice() -> ChatEngine:
@@ -139,6 +188,7 @@ async def change_options(proposed: dict) -> None:
     """New settings apply from the next reply; a value out of range is refused and the widgets reset."""
     options, refused = chat_options.checked(SETTINGS, cl.user_session.get("options"), proposed)
     cl.user_session.set("options", options)
+    await remember_options()
     if refused:
         await cl.ErrorMessage(content="\n\n".join(refused)).send()
         await cl.ChatSettings(chat_options.widgets(SETTINGS, options)).send()
@@ -158,6 +208,8 @@ async def show_dashboard() -> None:
 
 @cl.on_message
 async def answer(message: cl.Message) -> None:
+    # Chainlit runs an edited question outside the session's task, where the stop button would not reach it.
+    cl.context.session.current_task = asyncio.current_task()
     if LOGINS and not LOGINS.session_user(cl.context.session.token):
         await cl.ErrorMessage(content="您的登录已失效（用户已删除或密码已更改），请刷新页面重新登录。 Your login has ended "
                                       "(the user was removed or the password changed): reload the page and log in "
@@ -174,14 +226,17 @@ async def answer(message: cl.Message) -> None:
     except ChatError as error:
         await cl.ErrorMessage(content=str(error)).send()
         return
-    history: list[Message] = cl.user_session.get("history")
-    history.append({"role": "user", "content": message.content})
+    conversation: Conversation = cl.user_session.get("conversation")
+    if conversation.ask(message.id, message.content):
+        # An edit: the page dropped what followed the question; the stored thread drops it too.
+        await STORE.delete_steps_after(cl.context.session.thread_id, message.id)
+    await remember_options()
     options = cl.user_session.get("options")
     sampling = chat_options.sampling(SETTINGS, options)
     try:
-        prompt = engine.render(current_persona().system_prompt, history, sampling.max_new_tokens)
+        prompt = engine.render(current_persona().system_prompt, conversation.messages(), sampling.max_new_tokens)
     except MessageTooLongError as error:
-        history.pop()
+        conversation.rewind(message.id)
         await cl.ErrorMessage(content=str(error)).send()
         return
     if options["teaching"]:
@@ -191,9 +246,22 @@ async def answer(message: cl.Message) -> None:
     try:
         async with GATE.turn(notice.show):
             await notice.remove()
-            await stream_answer(engine, prompt, sampling, history, len(history) - prompt.dropped_messages)
+            await stream_answer(engine, prompt, sampling, conversation)
     finally:
         await notice.remove()  # also when stopped, or the tab closed, while waiting
+    await tell_if_unsaved()
+
+
+async def tell_if_unsaved() -> None:
+    """Tell the visitor, once until it recovers, when the database did not take this conversation."""
+    await STORE.settled()
+    if not STORE.pending():
+        cl.user_session.set("told_unsaved", False)
+    elif not cl.user_session.get("told_unsaved"):
+        cl.user_session.set("told_unsaved", True)
+        await cl.ErrorMessage(content="⚠️ 对话暂时无法保存，服务器恢复后会自动补存；回答不受影响。 This conversation "
+                                      "could not be saved just now (the server's log says why); it is saved as soon "
+                                      "as the database takes writes again. Answers are not affected.").send()
 
 
 class QueueNotice:
@@ -217,10 +285,11 @@ class QueueNotice:
             self._message = None
 
 
-async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, sampling: Sampling, history: list[Message],
-                        prompt_messages: int) -> None:
-    """Stream one reply into a new message; keep what was said (also when stopped) in the history."""
-    reply = cl.Message(content="")
+async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, sampling: Sampling,
+                        conversation: Conversation) -> None:
+    """Stream one reply into a new message; keep what was said (also when stopped) in the conversation."""
+    # Chainlit stamps a message when it is sent whole; a streamed one is stamped here, when it starts.
+    reply = cl.Message(content="", metadata={REPLY: {}}, created_at=utc_now())
     stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
     dashboard: Dashboard | None = cl.user_session.get("dashboard")
     ticker = asyncio.create_task(dashboard.follow(engine, stats)) if dashboard else None
@@ -236,15 +305,17 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, sampling: Sa
         telemetry.record_reply(stats, failed)
         log.info("Reply: temperature %g, top_p %g, max %d new tokens; prompt %d tokens in %d messages, %d generated, "
                  "first token %s s, %s tokens/s, %s, sidebar %s", sampling.temperature, sampling.top_p,
-                 sampling.max_new_tokens, stats.prompt_tokens, prompt_messages, stats.generated_tokens,
+                 sampling.max_new_tokens, stats.prompt_tokens, len(conversation.turns) - prompt.dropped_messages,
+                 stats.generated_tokens,
                  _round(stats.time_to_first_token), _round(stats.decode_tokens_per_second), stats.finish_reason,
                  "on" if ticker else "off")
         if ticker:
             ticker.cancel()
-        # A stopped reply stays in the chat and in the history as what the assistant said.
+        # A stopped reply stays in the chat and in the conversation as what the assistant said.
         if reply.content:
-            history.append({"role": "assistant", "content": reply.content})
+            conversation.answer(reply.id, reply.content)
             reply.elements = [footer(stats)]
+            reply.metadata[REPLY] = footer_figures(stats)  # stored with it: elements are not
             await reply.update()
         if dashboard:
             await dashboard.refresh(engine)

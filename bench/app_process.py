@@ -35,8 +35,9 @@ class AppProcess:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        environment = {**os.environ, "CHAT_MODEL": str(model), **env}
         self.folder = Path(tempfile.mkdtemp(prefix="chat-app-"))
+        # A state folder of its own (session secret, conversations) unless the caller gives one.
+        environment = {**os.environ, "CHAT_MODEL": str(model), "CHAT_STATE_DIR": str(self.folder / "state"), **env}
         for entry in PROJECT_ROOT.iterdir():
             if entry.name != ".files":
                 (self.folder / entry.name).symlink_to(entry)

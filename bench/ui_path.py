@@ -21,9 +21,10 @@ from bench.workload import QUESTIONS, Reply, summarise
 class ChatClient:
     """One visitor's chat: a Chainlit session over Socket.IO."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, url: str, headers: dict[str, str] | None = None, thread_id: str | None = None) -> None:
         self.url = url
         self.headers = headers or {}  # e.g. a login cookie, or an Origin
+        self.thread_id = thread_id  # a stored conversation to resume
         self.socket = socketio.AsyncClient()
         self.token_times: list[float] = []
         self.text = ""  # the streamed reply
@@ -49,8 +50,11 @@ class ChatClient:
             self.done.set()
 
     async def connect(self) -> None:
+        auth = {"sessionId": str(uuid.uuid4()), "clientType": "webapp"}
+        if self.thread_id:
+            auth["threadId"] = self.thread_id
         await self.socket.connect(self.url, socketio_path="/ws/socket.io", transports=["websocket"],
-                                  headers=dict(self.headers), auth={"sessionId": str(uuid.uuid4()), "clientType": "webapp"})
+                                  headers=dict(self.headers), auth=auth)
         await self.socket.emit("connection_successful")
         await asyncio.wait_for(self.started.wait(), 60)
 

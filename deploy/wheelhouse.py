@@ -10,6 +10,7 @@ The folder is verified against its manifest like the model folders (`engine.mode
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,14 @@ LOCK = PROJECT_ROOT / "requirements.txt"
 
 
 def wheelhouse(cache_dir: Path) -> Path:
-    """The verified wheel folder for the current lock file, fetched and built first if it is not there."""
+    """The verified wheel folder for the current lock file, fetched and built first if it is not there.
+    Folders of earlier lock files are removed: a bundle always carries the current lock."""
     digest = hashlib.sha256(LOCK.read_bytes()).hexdigest()[:16]
-    return build_once(cache_dir / "wheels" / digest, _fetch)
+    folder = build_once(cache_dir / "wheels" / digest, _fetch)
+    for other in folder.parent.iterdir():
+        if other != folder:
+            shutil.rmtree(other)
+    return folder
 
 
 def _fetch(folder: Path) -> None:

@@ -54,6 +54,8 @@ class Settings:
     login_lockout_seconds: int = 900  # CHAT_LOGIN_LOCKOUT_SECONDS: how long a lockout lasts
     allowed_origins: tuple[str, ...] = ()  # CHAT_ALLOWED_ORIGINS: comma-separated; empty = the app's own address
     metrics_token: str = ""  # CHAT_METRICS_TOKEN: bearer token for /healthz and /metrics from other machines
+    db: Path | None = None  # CHAT_DB: the SQLite file of the conversations; empty = chat.db in CHAT_STATE_DIR
+    history_days: int = 0  # CHAT_HISTORY_DAYS: delete conversations idle for longer, at start and daily; 0 = keep all
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -87,6 +89,8 @@ class Settings:
             raise ConfigError(f"CHAT_REPETITION_PENALTY={self.repetition_penalty} must be between 1 (off) and 2.")
         if not 1 <= self.port <= 65535:
             raise ConfigError(f"CHAT_PORT={self.port} must be between 1 and 65535.")
+        if self.history_days < 0:
+            raise ConfigError(f"CHAT_HISTORY_DAYS={self.history_days} must be 0 (keep everything) or a number of days.")
         if self.login_max_failures < 1 or self.login_lockout_seconds < 1:
             raise ConfigError("CHAT_LOGIN_MAX_FAILURES and CHAT_LOGIN_LOCKOUT_SECONDS must be at least 1.")
         for origin in self.allowed_origins:
@@ -98,6 +102,11 @@ class Settings:
                 f"CHAT_MAX_NEW_TOKENS={self.max_new_tokens} must be at least 1 and below "
                 f"CHAT_MAX_MODEL_LEN={self.max_model_len}."
             )
+
+
+    @property
+    def database(self) -> Path:
+        return self.db or self.state_dir / "chat.db"
 
 
 def _yes_no(text: str) -> bool:

@@ -35,3 +35,7 @@ class MemoryLowError(ChatError):
 
 class DeployError(ChatError):
     """The offline bundle cannot be built, or cannot be installed on this machine."""
+
+
+class HistoryError(ChatError):
+    """The conversations' database cannot be opened, read or written."""

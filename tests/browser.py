@@ -8,9 +8,11 @@ import time
 REPLY = '[data-step-type="assistant_message"] .message-content'
 
 
-def open_chat(browser, app, init_script: str | None = None, locale: str = "zh-CN", before_load=None):
+def open_chat(browser, app, init_script: str | None = None, locale: str = "zh-CN", before_load=None,
+              login: tuple[str, str] | None = None):
     """A new page with the chat loaded and its socket connected (a message sent before is lost).
-    `before_load(page)` runs before the page is requested (to route or record its requests)."""
+    `before_load(page)` runs before the page is requested (to route or record its requests); `login` is a
+    (name, password) to log in with (each page has cookies of its own)."""
     page = browser.new_page(locale=locale)
     if init_script:
         page.add_init_script(init_script)
@@ -21,6 +23,10 @@ def open_chat(browser, app, init_script: str | None = None, locale: str = "zh-CN
         "framereceived", lambda frame: frames.append((time.monotonic(), str(frame)))))
     page.frames_received = frames
     page.goto(app.url)
+    if login:
+        page.fill("#email", login[0])
+        page.fill("#password", login[1])
+        page.click("button[type=submit]")
 
     def chat_started() -> bool:  # the server ran on_chat_start for this socket and ended that task
         starts = [index for index, (_, frame) in enumerate(frames) if '"name":"on_chat_start"' in frame]

@@ -30,3 +30,12 @@ def test_prepare_step_exits_with_a_clear_message():
     assert result.returncode == 2
     assert "Cannot prepare the model: CHAT_MODEL=/nonexistent/model.gguf: there is no such" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_damaged_database_stops_the_app_with_what_to_do(tiny_model_dir, tmp_path):
+    (tmp_path / "chat.db").write_bytes(b"half a backup, not a database " * 1000)
+    result = run([sys.executable, "-m", "chainlit", "run", "app.py", "--headless"], CHAT_MODEL=str(tiny_model_dir),
+                 CHAT_DB=str(tmp_path / "chat.db"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"CHAT_DB={tmp_path / 'chat.db'} is not a usable SQLite database" in result.stderr
+    assert "Move the file away" in result.stderr

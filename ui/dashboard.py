@@ -49,12 +49,13 @@ def panel_props(engine: ChatEngine, memory: MemoryReading, guard: MemoryGuard, r
     }
 
 
+def footer_figures(reply: ReplyStats) -> dict:
+    return {"generated_tokens": reply.generated_tokens, "tokens_per_s": _round(reply.decode_tokens_per_second, 1),
+            "ttft_s": _round(reply.time_to_first_token, 2)}
+
+
 def footer(reply: ReplyStats) -> cl.CustomElement:
-    return cl.CustomElement(name="ReplyFooter", display="inline", props={
-        "generated_tokens": reply.generated_tokens,
-        "tokens_per_s": _round(reply.decode_tokens_per_second, 1),
-        "ttft_s": _round(reply.time_to_first_token, 2),
-    })
+    return cl.CustomElement(name="ReplyFooter", display="inline", props=footer_figures(reply))
 
 
 TITLE = "运行状态 Live stats"

@@ -1,0 +1,61 @@
+"""What the model sees of one chat: the visitor's questions and the assistant's replies, in order, each with
+the id of the message that shows it.
+
+A question asked again under an id already in the conversation is an edit: everything from that
+question on is dropped first, as the page drops it. `from_steps` rebuilds a conversation from the steps
+a thread stored: user messages and the app's replies (marked with `REPLY` in their metadata) only, never
+notices, errors, the teaching step or Chainlit's "Task manually stopped." line. Plain data; knows
+nothing of Chainlit or the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from engine.prompt import Message
+
+REPLY = "reply"  # the metadata key that marks a message as one of the assistant's replies
+
+
+@dataclass(frozen=True)
+class Turn:
+    message_id: str
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class Conversation:
+    def __init__(self, turns: list[Turn] | None = None) -> None:
+        self.turns = turns or []
+
+    def ask(self, message_id: str, text: str) -> bool:
+        """Add a question; returns True if it was an edit of an earlier one (and the conversation rewound)."""
+        edited = self.rewind(message_id)
+        self.turns.append(Turn(message_id, "user", text))
+        return edited
+
+    def answer(self, message_id: str, text: str) -> None:
+        self.turns.append(Turn(message_id, "assistant", text))
+
+    def rewind(self, message_id: str) -> bool:
+        """Drop the message `message_id` and everything after it, if it is here."""
+        for index, turn in enumerate(self.turns):
+            if turn.message_id == message_id:
+                del self.turns[index:]
+                return True
+        return False
+
+    def messages(self) -> list[Message]:
+        return [{"role": turn.role, "content": turn.content} for turn in self.turns]
+
+    @classmethod
+    def from_steps(cls, steps: list[dict]) -> Conversation:
+        """The conversation a thread's stored steps hold (in the order they were created)."""
+        turns = []
+        for step in sorted(steps, key=lambda step: step.get("createdAt") or ""):
+            if step.get("type") == "user_message":
+                turns.append(Turn(step["id"], "user", step.get("output") or ""))
+            elif step.get("type") == "assistant_message" and REPLY in (step.get("metadata") or {}):
+                turns.append(Turn(step["id"], "assistant", step.get("output") or ""))
+        return cls(turns)

@@ -1,0 +1,71 @@
+"""`python -m history.export`: the stored conversations as Markdown and as JSON, for the operator.
+
+One conversation (`--thread ID`), a user's (`--user NAME`) or all, optionally only those last active in a
+date range (`--since 2026-11-01 --until 2026-12-01`, the end excluded). Writes `OUT.md` and `OUT.json`
+(`--out`, default `conversations-<date>` here), UTF-8 with Chinese as it is. Reads the database named by
+`CHAT_DB` (or `chat.db` in `CHAT_STATE_DIR`), also while the app runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from engine.errors import ChatError, HistoryError
+from history.records import Record, read_records
+
+ROLES = {"user": "用户 User", "assistant": "助手 Assistant"}
+
+
+def to_markdown(records: list[Record]) -> str:
+    parts = []
+    for record in records:
+        parts.append(f"## {record.name or record.id}\n\n"
+                     f"- id: `{record.id}`\n- user: {record.user or '(no login)'}\n- persona: {record.persona or '-'}\n"
+                     f"- started: {record.created or '-'}\n- last activity: {record.last_activity or '-'}\n")
+        for message in record.messages:
+            parts.append(f"**{ROLES[message['role']]}** · {message['created']}\n\n{message['content']}\n")
+    return "# Conversations\n\n" + "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from dotenv import load_dotenv
+
+    from engine.config import load_settings
+
+    parser = argparse.ArgumentParser(prog="python -m history.export", description=__doc__.splitlines()[0])
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--thread", help="one conversation, by its id")
+    which.add_argument("--user", help="every conversation of this user")
+    parser.add_argument("--since", help="last active on or after this date (YYYY-MM-DD)")
+    parser.add_argument("--until", help="last active before this date (YYYY-MM-DD)")
+    parser.add_argument("--out", default=f"conversations-{time.strftime('%Y-%m-%d')}",
+                        help="path without extension: OUT.md and OUT.json are written")
+    arguments = parser.parse_args(argv)
+    load_dotenv(os.path.join(os.getcwd(), os.getenv("CHAINLIT_ENV_FILE", ".env")))
+    try:
+        database = load_settings().database
+        if not database.is_file():
+            raise HistoryError(f"There is no database at {database} yet (CHAT_DB, CHAT_STATE_DIR): the app creates "
+                               "it when it starts.")
+        records = read_records(database, arguments.thread, arguments.user, arguments.since, arguments.until)
+    except (ChatError, sqlite3.Error) as error:
+        print(f"Cannot export: {error}", file=sys.stderr)
+        return 2
+    markdown, document = Path(f"{arguments.out}.md"), Path(f"{arguments.out}.json")
+    markdown.write_text(to_markdown(records), encoding="utf-8")
+    document.write_text(json.dumps([asdict(record) for record in records], ensure_ascii=False,
+                                                   indent=1), encoding="utf-8")
+    count = sum(len(record.messages) for record in records)
+    print(f"Exported {len(records)} conversations ({count} messages) to {markdown} and {document}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Stored conversations over Chainlit's socket and HTTP alone (no browser), against the real app and a real
+SQLite file: another user cannot reach one, without logins they are kept for the operator only, and a
+locked database never breaks a chat and is caught up when it frees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+
+import httpx
+import pytest
+import socketio
+
+from bench.ui_path import ChatClient
+from engine.users import UsersFile
+from tests.browser import wait_until
+from tests.conftest import ARTIFACTS, RunningApp
+
+
+def rows(folder, query: str, *parameters) -> list[tuple]:
+    with sqlite3.connect(folder / "chat.db") as connection:
+        return connection.execute(query, parameters).fetchall()
+
+
+async def chat(app, question: str, headers: dict[str, str] | None = None) -> ChatClient:
+    client = ChatClient(app.url, headers)
+    await client.connect()
+    await client.ask(question)
+    await asyncio.wait_for(client.done.wait(), 60)
+    return client
+
+
+def cookie_of(app, name: str, password: str) -> str:
+    answer = httpx.post(f"{app.url}/login", data={"username": name, "password": password}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return f"access_token={answer.cookies['access_token']}"
+
+
+async def test_another_user_cannot_reach_alices_conversation(tiny_model_dir, tmp_path):
+    users = UsersFile(tmp_path / "users.json")
+    for name in ("alice", "bob"):
+        users.set_password(name, f"{name}-password")
+    app = RunningApp(tiny_model_dir, ARTIFACTS / "app-history-isolation.log", CHAT_STATE_DIR=str(tmp_path),
+                     CHAT_USERS_FILE=str(tmp_path / "users.json"), CHAT_MAX_NEW_TOKENS="16")
+    app.wait_until_ready()
+    try:
+        client = await chat(app, "爱丽丝的问题", {"Cookie": cookie_of(app, "alice", "alice-password")})
+        await client.socket.disconnect()
+        assert wait_until(lambda: rows(tmp_path, 'SELECT "name" FROM threads WHERE "userIdentifier" = ?', "alice"))
+        alice_thread, alice_name = rows(tmp_path, 'SELECT "id", "name" FROM threads')[0]
+        alice_id = rows(tmp_path, 'SELECT "id" FROM users WHERE "identifier" = ?', "alice")[0][0]
+        bob_cookie = cookie_of(app, "bob", "bob-password")
+        bob = httpx.Client(base_url=app.url, headers={"Cookie": bob_cookie}, timeout=30)
+        listed = bob.post("/project/threads", json={"pagination": {"first": 20}, "filter": {"userId": alice_id}})
+        assert listed.status_code == 200 and listed.json()["data"] == []  # bob's own list, whatever he asks
+        assert bob.get(f"/project/thread/{alice_thread}").status_code in (401, 403, 404)
+        renamed = bob.put("/project/thread", json={"threadId": alice_thread, "name": "bob was here"})
+        assert renamed.status_code in (401, 403)
+        assert bob.request("DELETE", "/project/thread", json={"threadId": alice_thread}).status_code in (401, 403)
+        assert bob.post("/project/thread/share", json={"threadId": alice_thread, "isShared": True}).status_code >= 400
+        assert bob.get(f"/project/share/{alice_thread}").status_code >= 400
+        assert rows(tmp_path, 'SELECT "name" FROM threads WHERE "id" = ?', alice_thread) == [(alice_name,)]
+        with pytest.raises(socketio.exceptions.ConnectionError):  # resuming alice's thread over the socket
+            await ChatClient(app.url, {"Cookie": bob_cookie}, thread_id=alice_thread).connect()
+    finally:
+        app.stop()
+
+
+async def test_without_logins_conversations_are_kept_for_the_operator_only(tiny_model_dir, tmp_path):
+    app = RunningApp(tiny_model_dir, ARTIFACTS / "app-history-open.log", CHAT_STATE_DIR=str(tmp_path),
+                     CHAT_MAX_NEW_TOKENS="16")
+    app.wait_until_ready()
+    try:
+        client = await chat(app, "没有登录的访客")
+        await client.socket.disconnect()
+        assert wait_until(lambda: len(rows(tmp_path, 'SELECT * FROM steps WHERE "output" = ?', "没有登录的访客")) == 1)
+        thread, owner = rows(tmp_path, 'SELECT "id", "userId" FROM threads')[0]
+        assert owner is None
+        listed = httpx.post(f"{app.url}/project/threads", json={"pagination": {"first": 20}, "filter": {}})
+        assert listed.status_code in (401, 403)
+        assert httpx.get(f"{app.url}/project/thread/{thread}").status_code in (401, 403)
+    finally:
+        app.stop()
+
+
+async def test_a_locked_database_never_breaks_a_chat_and_is_saved_when_free(tiny_model_dir, tmp_path):
+    app = RunningApp(tiny_model_dir, ARTIFACTS / "app-history-locked.log", CHAT_STATE_DIR=str(tmp_path),
+                     CHAT_MAX_NEW_TOKENS="32")
+    app.wait_until_ready()
+    try:
+        client = ChatClient(app.url)
+        await client.connect()
+        locker = sqlite3.connect(tmp_path / "chat.db", isolation_level=None)
+        locker.execute("BEGIN EXCLUSIVE")  # a backup tool or a stuck writer holds the database
+        await client.ask("数据库锁住时的问题")
+        await asyncio.wait_for(client.done.wait(), 60)
+        assert client.generated_tokens == 32 and client.text  # the reply streamed all the same
+        deadline = time.monotonic() + 15
+        while not any("对话暂时无法保存" in message.get("output", "") for message in client.messages):
+            assert time.monotonic() < deadline, client.messages
+            await asyncio.sleep(0.2)
+        assert "could not be saved (database is locked)" in app.log()
+        locker.execute("COMMIT")
+        locker.close()
+        assert wait_until(lambda: rows(tmp_path, 'SELECT "output" FROM steps WHERE "type" = ?', "user_message")
+                          == [("数据库锁住时的问题",)], timeout=20)
+        assert wait_until(lambda: len(rows(tmp_path, 'SELECT * FROM steps WHERE "metadata" LIKE ?', '%"reply"%')) == 1)
+        assert "waiting writes saved" in app.log()
+        await client.socket.disconnect()
+    finally:
+        app.stop()
