@@ -56,10 +56,6 @@ chinese_first()
 restrict_origins(SETTINGS.allowed_origins)
 add_health_routes(MODEL.name, SETTINGS.metrics_token, LOGINS)
 
-# Deltas that arrive within this time are sent to the browser as one update: a fast engine then
-# costs the page at most 10 re-renders a second, while a 10 tokens/s model still streams per token.
-UI_UPDATE_INTERVAL = 0.1
-
 STORE = ChatStore(SETTINGS.database)
 GATE = ReplyGate(SETTINGS.max_concurrent_replies)
 GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
@@ -201,7 +197,7 @@ async def show_dashboard() -> None:
         cl.user_session.set("dashboard", None)
         await cl.ElementSidebar.set_elements([])
         return
-    dashboard = cl.user_session.get("dashboard") or Dashboard(GUARD, MEMORY)
+    dashboard = cl.user_session.get("dashboard") or Dashboard(GUARD, MEMORY, SETTINGS.sidebar_update_seconds)
     cl.user_session.set("dashboard", dashboard)
     await dashboard.refresh(await wait_for_engine())
 
@@ -297,7 +293,8 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, sampling: Sa
     try:
         async for text in engine.stream_reply(prompt, sampling, stats):
             await reply.stream_token(text)
-            await asyncio.sleep(UI_UPDATE_INTERVAL)
+            # Deltas that arrive meanwhile reach the page as one update: each update costs the page a re-render.
+            await asyncio.sleep(SETTINGS.stream_update_seconds)
     except ChatError as error:
         failed = True
         await cl.ErrorMessage(content=str(error)).send()

@@ -64,12 +64,14 @@ class ChatClient:
             "createdAt": datetime.now(timezone.utc).isoformat()}, "fileReferences": None})
 
 
-async def serve(url: str, users: int, timeout: float = 600) -> dict:
-    """N chats connect, then all ask their question at once; returns the run's summary."""
+async def serve(url: str, users: int, timeout: float = 600, questions: list[str] | None = None) -> dict:
+    """N chats connect, then all ask their question (the workload's, unless given) at once; returns the run's
+    summary."""
+    questions = questions or [QUESTIONS[index % len(QUESTIONS)] for index in range(users)]
     clients = [ChatClient(url) for _ in range(users)]
     await asyncio.gather(*(client.connect() for client in clients))
     arrival = time.perf_counter()
-    await asyncio.gather(*(client.ask(QUESTIONS[index % len(QUESTIONS)]) for index, client in enumerate(clients)))
+    await asyncio.gather(*(client.ask(question) for client, question in zip(clients, questions)))
     await asyncio.wait_for(asyncio.gather(*(client.done.wait() for client in clients)), timeout)
     await asyncio.gather(*(client.socket.disconnect() for client in clients))
     return summarise([Reply(client.token_times[0] - arrival, client.token_times[-1] - arrival,

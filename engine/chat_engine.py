@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import ctypes.util
 import itertools
+import json
 import logging
 import os
 import threading
@@ -35,6 +36,7 @@ from engine.hardware import resolve_dtype
 from engine.metrics import SchedulerSnapshot, SchedulerWatch
 from engine.prompt import Message, RenderedPrompt, render_prompt
 from engine.quantize import weight_format
+from engine.sizing import KV_BLOCK_TOKENS, kv_cache_budget
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -82,9 +84,9 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
     the web server preempts when it needs to (the engine runs at low priority); tcmalloc preloaded into
     the engine's processes when the system has it; KV blocks of 32 tokens instead of vLLM's 128 on CPU, so
     a persona's system prompt (about 80 tokens) is cached and shared by every chat instead of computed
-    for each; and at most `batch_tokens` per step, so chats that start together get first tokens in turn.
+    for each; at most `batch_tokens` per step, so chats that start together get first tokens in turn; and a
+    KV cache just large enough for every chat at full context, unless `CHAT_KV_CACHE_GIB` sets it.
     """
-    os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(settings.kv_cache_gib)
     # One machine, no network needed: without an address vLLM finds its own by "connecting" a socket to
     # 8.8.8.8, and unless told not to it reports usage statistics to its makers' server.
     os.environ.setdefault("VLLM_HOST_IP", "127.0.0.1")
@@ -102,7 +104,10 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
         "max_model_len": settings.max_model_len,
         "max_num_seqs": settings.max_concurrent_replies,
         "max_num_batched_tokens": settings.batch_tokens,
-        "block_size": 32,
+        "block_size": KV_BLOCK_TOKENS,
+        "kv_cache_memory_bytes": kv_cache_budget(json.loads((model / "config.json").read_text()),
+                                                 settings.max_concurrent_replies, settings.max_model_len,
+                                                 resolve_dtype(settings.dtype), settings.kv_cache_gib),
         "enforce_eager": True,  # torch.compile gains ~5% here but triples start-up time (FACTS.md)
     }
 

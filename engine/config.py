@@ -27,14 +27,16 @@ WEIGHTS = ("auto", "int8", "original")
 class Settings:
     model: str = ""  # CHAT_MODEL: model folder, .gguf file or ModelScope id; empty = the bundled demo model
     cache_dir: Path = CACHE_ROOT / "qwen-cpu-chat"  # CHAT_CACHE_DIR: where the demo model and converted GGUFs go
-    weights: str = "auto"  # CHAT_WEIGHTS: auto = int8 for the demo model, yours as given; int8; original
+    weights: str = "auto"  # CHAT_WEIGHTS: auto = the demo in int8 on CPUs with VNNI/AMX, yours as given; int8; original
     dtype: str = "auto"  # CHAT_DTYPE: auto = bfloat16 where the CPU has avx512_bf16, else float32
     max_model_len: int = 4096  # CHAT_MAX_MODEL_LEN: context length in tokens (prompt + reply)
-    kv_cache_gib: int = 2  # CHAT_KV_CACHE_GIB: KV cache allocated up front, in GiB
+    kv_cache_gib: float = 0.0  # CHAT_KV_CACHE_GIB: KV cache allocated up front, GiB; 0 = sized for every chat at full context
     threads: int = 0  # CHAT_THREADS: CPU cores for the engine, bound as 0-(N-1); 0 = all but CHAT_RESERVED_CPUS
     reserved_cpus: int = 0  # CHAT_RESERVED_CPUS: with CHAT_THREADS=0, cores kept free of the engine (vLLM's default: 1)
     batch_tokens: int = 256  # CHAT_BATCH_TOKENS: tokens per engine step (prompt chunks + one per running reply)
     engine_nice: int = 19  # CHAT_ENGINE_NICE: CPU priority of the engine, 0-19; 19 yields most to the web UI
+    stream_update_seconds: float = 0.25  # CHAT_STREAM_UPDATE_SECONDS: a streaming reply reaches the page at most this often
+    sidebar_update_seconds: float = 1.0  # CHAT_SIDEBAR_UPDATE_SECONDS: the sidebar's refresh while a reply streams
     temperature: float = 0.7  # CHAT_TEMPERATURE: default sampling temperature; 0 = greedy
     top_p: float = 0.8  # CHAT_TOP_P: default nucleus sampling mass
     top_k: int = 20  # CHAT_TOP_K: sample from the k likeliest tokens only; 0 = off (Qwen recommends 20)
@@ -64,8 +66,8 @@ class Settings:
             raise ConfigError(f"CHAT_WEIGHTS={self.weights!r} is not one of {', '.join(WEIGHTS)}.")
         if self.max_model_len < 256:
             raise ConfigError(f"CHAT_MAX_MODEL_LEN={self.max_model_len} is too small; use at least 256.")
-        if self.kv_cache_gib < 1:
-            raise ConfigError(f"CHAT_KV_CACHE_GIB={self.kv_cache_gib} must be at least 1.")
+        if self.kv_cache_gib < 0:
+            raise ConfigError(f"CHAT_KV_CACHE_GIB={self.kv_cache_gib} must be 0 (sized automatically) or more.")
         if self.threads < 0:
             raise ConfigError(f"CHAT_THREADS={self.threads} must be 0 (automatic) or a number of cores.")
         if self.reserved_cpus < 0:
@@ -87,6 +89,9 @@ class Settings:
             raise ConfigError(f"CHAT_TOP_K={self.top_k} must be 0 (off) or a number of tokens.")
         if not 1.0 <= self.repetition_penalty <= 2.0:
             raise ConfigError(f"CHAT_REPETITION_PENALTY={self.repetition_penalty} must be between 1 (off) and 2.")
+        if not 0 <= self.stream_update_seconds <= 2 or not 0.1 <= self.sidebar_update_seconds <= 10:
+            raise ConfigError("CHAT_STREAM_UPDATE_SECONDS must be between 0 and 2 and CHAT_SIDEBAR_UPDATE_SECONDS "
+                              "between 0.1 and 10 (seconds).")
         if not 1 <= self.port <= 65535:
             raise ConfigError(f"CHAT_PORT={self.port} must be between 1 and 65535.")
         if self.history_days < 0:

@@ -21,6 +21,7 @@ from engine.demo_model import NAME as DEMO_NAME
 from engine.demo_model import fetch_demo_gguf
 from engine.errors import ModelLoadError
 from engine.gguf_import import convert_gguf
+from engine.hardware import fast_int8
 from engine.model_cache import build_once, is_complete
 from engine.quantize import quantize_folder, weight_format
 
@@ -29,10 +30,11 @@ PREPARE_HINT = "Run ./run.sh (it prepares the model before starting the app) or 
 
 
 def resolve_model(spec: str, cache_dir: Path, prepare: bool, weights: str = "auto") -> Path:
-    """The local folder for `spec` (the `CHAT_MODEL` setting) in the `weights` format (`CHAT_WEIGHTS`); fetch,
-    convert or quantise it only if `prepare`."""
+    """The local folder for `spec` (the `CHAT_MODEL` setting) in the `weights` format (`CHAT_WEIGHTS`; `auto`
+    serves the demo model in int8 where the CPU computes int8 fast, see `fast_int8`); fetch, convert or
+    quantise it only if `prepare`."""
     folder = _source_folder(spec, cache_dir, prepare)
-    if weights == "int8" or (weights == "auto" and not spec):
+    if weights == "int8" or (weights == "auto" and not spec and fast_int8()):
         return _int8(folder, cache_dir, prepare, "The bundled demo model" if not spec else f"CHAT_MODEL={spec}")
     return folder
 

@@ -20,7 +20,7 @@ from vllm.platforms import CpuArchEnum, current_platform
 from engine.config import Settings
 from engine.errors import ModelLoadError
 from engine.hardware import cpu_flags, resolve_dtype
-from engine.sizing import GIB, RUNTIME_BYTES, ModelShape, kv_cache_bytes, memory_needed
+from engine.sizing import GIB, RUNTIME_BYTES, ModelShape, kv_cache_budget, kv_cache_for_chats, memory_needed
 
 _STORED_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
                  "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
@@ -34,21 +34,24 @@ def check_model(folder: Path, settings: Settings, *, flags: frozenset[str] | Non
     check_architecture(folder)
     check_dtype(settings.dtype, cpu_flags() if flags is None else flags)
     dtype = resolve_dtype(settings.dtype)
-    one_context = kv_cache_bytes(ModelShape.from_config(_read_json(folder / "config.json")), settings.max_model_len,
-                                 dtype)
-    if one_context > settings.kv_cache_gib * GIB:
+    config = _read_json(folder / "config.json")
+    kv_cache = kv_cache_budget(config, settings.max_concurrent_replies, settings.max_model_len, dtype,
+                               settings.kv_cache_gib)
+    one_context = kv_cache_for_chats(ModelShape.from_config(config), 1, settings.max_model_len, dtype)
+    if one_context > kv_cache:
         raise ModelLoadError(
             f"One chat of CHAT_MAX_MODEL_LEN={settings.max_model_len} tokens needs {one_context / GIB:.1f} GiB of KV "
-            f"cache with {folder.name}, more than CHAT_KV_CACHE_GIB={settings.kv_cache_gib}. Raise "
-            "CHAT_KV_CACHE_GIB or lower CHAT_MAX_MODEL_LEN."
+            f"cache with {folder.name}, more than CHAT_KV_CACHE_GIB={settings.kv_cache_gib:g}. Raise "
+            "CHAT_KV_CACHE_GIB (or set it to 0 to size it automatically) or lower CHAT_MAX_MODEL_LEN."
         )
-    needed = memory_needed(weight_bytes(folder, dtype), settings.kv_cache_gib * GIB)
+    needed = memory_needed(weight_bytes(folder, dtype), kv_cache)
     available = psutil.virtual_memory().available if available_bytes is None else available_bytes
     if needed > available:
         raise ModelLoadError(
-            f"{folder.name} needs about {needed / GIB:.1f} GiB (weights, {settings.kv_cache_gib} GiB of KV cache "
+            f"{folder.name} needs about {needed / GIB:.1f} GiB (weights, {kv_cache / GIB:.1f} GiB of KV cache "
             f"and {RUNTIME_BYTES / GIB:.2g} GiB for the runtime) but only {available / GIB:.1f} GiB of memory is "
-            "available. Lower CHAT_KV_CACHE_GIB, free memory, or use a smaller or int8 model."
+            "available. Lower CHAT_KV_CACHE_GIB (if set), CHAT_MAX_CONCURRENT_REPLIES or CHAT_MAX_MODEL_LEN, free "
+            "memory, or use a smaller or int8 model."
         )
 
 

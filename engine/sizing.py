@@ -16,6 +16,9 @@ GIB = 1024**3
 # with float32 (AVX2 machine, 2026-11-30); rounded up.
 RUNTIME_BYTES = int(3.25 * GIB)
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+# Tokens per KV-cache block: vLLM caches and shares whole blocks of a prompt, so a persona's system prompt
+# (about 80 tokens) is shared by every chat only with blocks smaller than vLLM's 128 on CPU.
+KV_BLOCK_TOKENS = 32
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,21 @@ def weight_bytes(shape: ModelShape, weights: str, dtype: str = "bfloat16") -> in
 def kv_cache_bytes(shape: ModelShape, tokens: int, dtype: str = "bfloat16") -> int:
     """Keys and values of `tokens` tokens over every layer."""
     return 2 * shape.layers * shape.kv_heads * shape.attention_dim * DTYPE_BYTES[dtype] * tokens
+
+
+def kv_cache_for_chats(shape: ModelShape, chats: int, context: int, dtype: str = "bfloat16") -> int:
+    """The KV cache `chats` chats of `context` tokens each fill: vLLM keeps each chat's tokens in whole
+    blocks of `KV_BLOCK_TOKENS`, so a chat's last block counts whole."""
+    blocks_per_chat = -(-context // KV_BLOCK_TOKENS)
+    return kv_cache_bytes(shape, chats * blocks_per_chat * KV_BLOCK_TOKENS, dtype)
+
+
+def kv_cache_budget(config: dict, chats: int, context: int, dtype: str, setting_gib: float) -> int:
+    """The KV cache the engine allocates: `CHAT_KV_CACHE_GIB` when set, else enough for every chat at full
+    context (`CHAT_MAX_CONCURRENT_REPLIES` x `CHAT_MAX_MODEL_LEN`) of the model `config` describes."""
+    if setting_gib:
+        return int(setting_gib * GIB)
+    return kv_cache_for_chats(ModelShape.from_config(config), chats, context, dtype)
 
 
 def memory_needed(weights: int, kv_cache: int) -> int:

@@ -38,6 +38,8 @@ def test_no_model_means_the_demo_model_and_paths_expand_the_home_folder(monkeypa
     ({"CHAT_WEIGHTS": "int4"}, "CHAT_WEIGHTS"),
     ({"CHAT_RESERVED_CPUS": "-1"}, "CHAT_RESERVED_CPUS"),
     ({"CHAT_BATCH_TOKENS": "32"}, "CHAT_BATCH_TOKENS"),
+    ({"CHAT_STREAM_UPDATE_SECONDS": "-0.1"}, "CHAT_STREAM_UPDATE_SECONDS"),
+    ({"CHAT_SIDEBAR_UPDATE_SECONDS": "0"}, "CHAT_SIDEBAR_UPDATE_SECONDS"),
     ({"CHAT_BATCH_TOKENS": "100", "CHAT_MAX_CONCURRENT_REPLIES": "128"}, "CHAT_BATCH_TOKENS"),
 ])
 def test_bad_values_name_the_variable(environ, names):
@@ -53,3 +55,12 @@ def test_auto_dtype_follows_the_cpu(monkeypatch):
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2"}))
     assert resolve_dtype("auto") == "float32"
     assert resolve_dtype("bfloat16") == "bfloat16"
+
+
+def test_int8_is_the_default_only_where_the_cpu_multiplies_int8_natively(monkeypatch):
+    import engine.hardware as hardware
+
+    for flags, fast in (({"avx2", "fma"}, False), ({"avx512f", "avx512_bf16"}, False), ({"avx512_vnni"}, True),
+                        ({"avx_vnni"}, True), ({"amx_int8"}, True)):
+        monkeypatch.setattr(hardware, "cpu_flags", lambda flags=flags: frozenset(flags))
+        assert hardware.fast_int8() is fast, flags

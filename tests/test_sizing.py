@@ -7,7 +7,8 @@ import pytest
 from engine.config import Settings
 from engine.errors import ModelLoadError
 from engine.preflight import check_model
-from engine.sizing import GIB, QWEN, RUNTIME_BYTES, ModelShape, kv_cache_bytes, memory_needed, memory_table, weight_bytes
+from engine.sizing import (GIB, KV_BLOCK_TOKENS, QWEN, RUNTIME_BYTES, ModelShape, kv_cache_budget, kv_cache_bytes,
+                           memory_needed, memory_table, weight_bytes)
 
 pytestmark = pytest.mark.fast
 
@@ -56,5 +57,15 @@ def test_a_kv_cache_too_small_for_one_context_is_refused(tiny_model_dir):
     shape = ModelShape.from_config(json.loads((tiny_model_dir / "config.json").read_text()))
     tokens = 64 * GIB // kv_cache_bytes(shape, 1)  # more than the 1 GiB below holds
     settings = Settings(model="x", dtype="bfloat16", kv_cache_gib=1, max_model_len=tokens, max_new_tokens=16)
-    with pytest.raises(ModelLoadError, match="Raise CHAT_KV_CACHE_GIB or lower CHAT_MAX_MODEL_LEN"):
+    with pytest.raises(ModelLoadError, match=r"Raise CHAT_KV_CACHE_GIB \(or set it to 0 .*\) or lower CHAT_MAX_MODEL_LEN"):
         check_model(tiny_model_dir, settings, flags=frozenset({"avx2", "avx512_bf16"}), available_bytes=64 * GIB)
+
+
+def test_the_kv_cache_is_sized_for_every_chat_at_full_context_unless_set():
+    config = {"num_hidden_layers": 24, "hidden_size": 896, "num_attention_heads": 14, "num_key_value_heads": 2,
+              "intermediate_size": 4864, "vocab_size": 151_936, "tie_word_embeddings": True}
+    per_token = 2 * 24 * 2 * 64 * 2  # bfloat16
+    assert kv_cache_budget(config, 8, 4096, "bfloat16", 0) == 8 * 4096 * per_token
+    assert kv_cache_budget(config, 1, 100, "bfloat16", 0) == 4 * KV_BLOCK_TOKENS * per_token  # whole blocks
+    assert kv_cache_budget(config, 8, 4096, "float32", 0) == 2 * 8 * 4096 * per_token
+    assert kv_cache_budget(config, 8, 4096, "bfloat16", 1.5) == int(1.5 * GIB)

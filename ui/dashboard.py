@@ -64,10 +64,9 @@ TITLE = "运行状态 Live stats"
 class Dashboard:
     """One session's sidebar. `refresh` re-measures and re-sends it; `follow` does so while a reply streams."""
 
-    INTERVAL = 0.4  # seconds between refreshes while a reply streams: more than twice a second
-
-    def __init__(self, guard: MemoryGuard, monitor: MemoryMonitor) -> None:
+    def __init__(self, guard: MemoryGuard, monitor: MemoryMonitor, interval: float) -> None:
         self._guard = guard
+        self._interval = interval  # seconds between refreshes while a reply streams
         self._monitor = monitor
         self._element: cl.CustomElement | None = None
         self.last_reply: ReplyStats | None = None
@@ -87,11 +86,11 @@ class Dashboard:
         await cl.ElementSidebar.set_title(TITLE)
 
     async def follow(self, engine: ChatEngine, reply: ReplyStats) -> None:
-        """Refresh every INTERVAL until cancelled (when the reply ends)."""
+        """Refresh every `interval` seconds until cancelled (when the reply ends)."""
         self.last_reply = reply
         while True:
             await self.refresh(engine, streaming=True)
-            await asyncio.sleep(self.INTERVAL)
+            await asyncio.sleep(self._interval)
 
 
 def _round(value: float | None, digits: int) -> float | None:

@@ -1,0 +1,164 @@
+"""`python -m bench.presenter`: speed as a presenter sees it, a real Chromium page on the same machine as the app,
+against visitors from elsewhere (socket clients, one and eight at once), all on the same app in one run.
+
+For each configuration (`CONFIGS`: the app's defaults before and after the presenter work), alternating,
+`--repeats` times: the app serves one long greedy reply (a question it has not seen, `--tokens` new tokens,
+end-of-sequence ignored) to a socket client, then eight to eight socket clients at once, then one to a
+Chromium page. The socket clients' rate is their streamed deltas' (tokens after each one's first over the time
+from the first delta to the last); the page's is
+its reply's text as shown, re-tokenised with the model's tokenizer, over the time between the text's first
+and last change in the page. The page's CPU (Chromium's whole process tree) is reported per 100 streamed
+tokens. Writes `docs/benchmark/presenter.json` (or `--out`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+from playwright.sync_api import sync_playwright
+from transformers import AutoTokenizer
+
+from bench.app_process import AppProcess
+from bench.ui_path import ChatClient
+from bench.workload import QUESTIONS
+from engine.config import PROJECT_ROOT, load_settings
+from engine.model_source import resolve_model
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+# The app's defaults before the presenter work (updates to the page every 0.1 s, the sidebar every 0.4 s)
+# and today's; the other settings are the defaults in both.
+CONFIGS: dict[str, dict[str, str]] = {
+    "before": {"CHAT_STREAM_UPDATE_SECONDS": "0.1", "CHAT_SIDEBAR_UPDATE_SECONDS": "0.4"}, "after": {}}
+REPLY = '[data-step-type="assistant_message"] .message-content'
+WATCH_REPLY = """
+window.replyChanges = [];
+new MutationObserver(() => {
+    const replies = document.querySelectorAll('%s');
+    if (!replies.length) return;
+    const length = replies[replies.length - 1].innerText.length;
+    const last = window.replyChanges.at(-1);
+    if (!last || last[1] !== length) window.replyChanges.push([performance.now(), length]);
+}).observe(document, {subtree: true, childList: true, characterData: true});
+""" % REPLY
+
+
+def question(repeat: int, run: int) -> str:
+    """A question no earlier request asked: only the persona's system prompt is in the prefix cache."""
+    return f"（第 {repeat}-{run} 位游客）{QUESTIONS[(repeat + run) % len(QUESTIONS)]}"
+
+
+def socket_rate(url: str, texts: list[str]) -> dict:
+    """One socket client per question, all at once: their tokens after the first over the time from the first
+    delta of any to the last delta of any."""
+    async def ask(text: str) -> ChatClient:
+        client = ChatClient(url)
+        await client.connect()
+        await client.ask(text)
+        await asyncio.wait_for(client.done.wait(), 900)
+        await client.socket.disconnect()
+        return client
+
+    async def ask_all() -> dict:
+        clients = await asyncio.gather(*(ask(text) for text in texts))
+        elapsed = max(client.token_times[-1] for client in clients) - min(client.token_times[0] for client in clients)
+        tokens = sum(client.generated_tokens - 1 for client in clients)
+        return {"chats": len(texts), "tokens": tokens, "tokens_per_s": tokens / elapsed}
+
+    # On a thread of its own: Playwright's sync API keeps an event loop running on this one.
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, ask_all()).result()
+
+
+def chromium_cpu(browser_pid: int) -> float:
+    total = 0.0
+    for process in [psutil.Process(browser_pid), *psutil.Process(browser_pid).children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+def page_rate(playwright, url: str, text: str, tokenizer) -> dict:
+    browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    browser_pid = next(process.pid for process in psutil.Process().children(recursive=True)
+                       if "chromium" in process.name() and "--type=" not in " ".join(process.cmdline()))
+    try:
+        page = browser.new_page(locale="zh-CN", viewport={"width": 1400, "height": 900})
+        page.add_init_script(WATCH_REPLY)
+        page.goto(url)
+        page.wait_for_selector("#chat-input:not([disabled])", timeout=120_000)
+        page.wait_for_timeout(2000)  # the sidebar and settings arrive after the input
+        cpu_before = chromium_cpu(browser_pid)
+        page.fill("#chat-input", text)
+        page.click("#chat-submit")
+        page.wait_for_selector(REPLY, timeout=300_000)
+        page.wait_for_selector("#chat-submit", timeout=900_000)  # the send button returns when the reply ends
+        cpu = chromium_cpu(browser_pid) - cpu_before
+        shown = page.locator(REPLY).last.inner_text()
+        changes = page.evaluate("window.replyChanges")
+    finally:
+        browser.close()
+    tokens = len(tokenizer.encode(shown, add_special_tokens=False))
+    elapsed = (changes[-1][0] - changes[0][0]) / 1000
+    return {"tokens": tokens, "tokens_per_s": (tokens - 1) / elapsed, "changes": len(changes),
+            "page_cpu_s_per_100_tokens": 100 * cpu / tokens}
+
+
+def run(model: Path, tokens: int, repeats: int) -> dict:
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    results: dict[str, dict] = {name: {"socket": [], "socket_8": [], "page": []} for name in CONFIGS}
+    with sync_playwright() as playwright, tempfile.TemporaryDirectory() as scratch:
+        for repeat in range(repeats):
+            for name, env in CONFIGS.items():  # alternating, so a busy moment of the machine hits both
+                app = AppProcess(model, Path(scratch) / f"{name}.log", CHAT_TEMPERATURE="0",
+                                 CHAT_REPETITION_PENALTY="1", CHAT_MAX_NEW_TOKENS=str(tokens), CHAT_IGNORE_EOS="true",
+                                 **env)
+                try:
+                    app.wait_until_ready()
+                    socket_rate(app.url, [question(repeat, 0)])  # warm: the first reply of an app is slower
+                    results[name]["socket"].append(socket_rate(app.url, [question(repeat, 1)]))
+                    results[name]["socket_8"].append(socket_rate(app.url, [question(repeat, 10 + chat)
+                                                                          for chat in range(8)]))
+                    results[name]["page"].append(page_rate(playwright, app.url, question(repeat, 2), tokenizer))
+                finally:
+                    app.stop()
+                print(name, results[name]["socket"][-1]["tokens_per_s"], results[name]["page"][-1], flush=True)
+    summary = {name: {where: round(statistics.median(run["tokens_per_s"] for run in runs[where]), 2)
+                      for where in ("socket", "socket_8", "page")} | {
+                   "page_cpu_s_per_100_tokens": round(statistics.median(
+                       run["page_cpu_s_per_100_tokens"] for run in runs["page"]), 2)}
+               for name, runs in results.items()}
+    summary["page_after_vs_socket_before"] = round(summary["after"]["page"] / summary["before"]["socket"], 2)
+    for where in ("socket", "socket_8"):
+        summary[f"{where}_after_vs_before"] = round(summary["after"][where] / summary["before"][where], 2)
+    return {"model": model.name, "new_tokens": tokens, "repeats": repeats, "configs": CONFIGS, "summary": summary,
+            "runs": results}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.presenter", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, help="model folder (default: the one the app serves)")
+    parser.add_argument("--tokens", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "presenter.json")
+    arguments = parser.parse_args()
+    settings = load_settings()
+    model = arguments.model or resolve_model(settings.model, settings.cache_dir, prepare=False,
+                                             weights=settings.weights)
+    result = run(model, arguments.tokens, arguments.repeats)
+    arguments.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result["summary"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
