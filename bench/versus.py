@@ -1,0 +1,122 @@
+"""`python -m bench.versus`: this app against llama.cpp's own server, the alternative a client site would pick.
+
+`llama-server` (built once by `bench.llama_server`) runs with 8 parallel slots and continuous batching on
+all cores, on the demo's Q4_K_M file and on a Q8_0 made from the same 16-bit folder with llama.cpp's own
+converter; the app runs with its defaults through its sockets (Chainlit's browser protocol, the sidebar on).
+Each system in turn, on 1 and on 8 chats at once, `--tokens` new tokens per reply (greedy, end-of-sequence
+ignored). Every request asks a question no earlier one asked (a visitor number in front of one of the eight
+tour-guide questions), so only the persona's system prompt can come from a prefix cache; the first request
+of each system, on a cold cache, is reported on its own. Writes `docs/benchmark/versus.json` and its table `versus.md` (or `--out`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+from transformers import AutoTokenizer
+
+from bench import llama_server
+from bench.app_process import AppProcess
+from bench.ui_path import serve as serve_app
+from bench.workload import QUESTIONS, system_prompt
+from engine.config import PROJECT_ROOT, load_settings
+from engine.demo_model import NAME as DEMO_NAME
+from engine.memory import tree_pss
+from engine.model_source import resolve_model
+from engine.prompt import render_prompt
+
+CHATS = (1, 8)
+SLOTS = 8
+CONTEXT = 16384  # llama-server splits it between its slots: 2,048 tokens each
+GREEDY = {"temperature": 0, "ignore_eos": True}
+
+
+def questions(tag: str, chats: int) -> list[str]:
+    return [f"（第 {tag}-{chat} 位游客）{QUESTIONS[chat % len(QUESTIONS)]}" for chat in range(chats)]
+
+
+def run_app(model: Path, tokens: int, repeats: int, log: Path, ready_timeout: float = 180) -> dict:
+    started = time.perf_counter()
+    app = AppProcess(model, log, CHAT_TEMPERATURE="0", CHAT_REPETITION_PENALTY="1", CHAT_MAX_NEW_TOKENS=str(tokens),
+                     CHAT_IGNORE_EOS="true")
+    try:
+        app.wait_until_ready(ready_timeout)
+        ready = time.perf_counter() - started
+        cold = asyncio.run(serve_app(app.url, 1, questions=questions("cold", 1)))
+        runs = {chats: [asyncio.run(serve_app(app.url, chats, questions=questions(f"{repeat}", chats)))
+                        for repeat in range(repeats)] for chats in CHATS}
+        return _result("this app (its defaults, through its sockets)", ready, cold, runs, tree_pss(app.process.pid))
+    finally:
+        app.stop()
+
+
+def run_llama_server(tools: Path, gguf: Path, label: str, tokenizer, tokens: int, repeats: int, log: Path) -> dict:
+    def rendered(texts: list[str]):
+        return [render_prompt(tokenizer, system_prompt(), [{"role": "user", "content": text}], budget=1024)
+                for text in texts]
+
+    server = llama_server.LlamaServer(tools, gguf, SLOTS, CONTEXT, log)
+    try:
+        ready = server.wait_until_ready()
+        cold = asyncio.run(llama_server.serve(server.url, rendered(questions("cold", 1)), tokens, GREEDY))
+        runs = {chats: [asyncio.run(llama_server.serve(server.url, rendered(questions(f"{repeat}", chats)), tokens,
+                                                       GREEDY)) for repeat in range(repeats)] for chats in CHATS}
+        return _result(label, ready, cold, runs, psutil.Process(server.process.pid).memory_full_info().pss)
+    finally:
+        server.stop()
+
+
+def _result(label: str, ready: float, cold: dict, runs: dict[int, list[dict]], memory: int) -> dict:
+    return {"system": label, "ready_s": round(ready, 1), "memory_pss_gib": round(memory / 1024**3, 2),
+            "cold_first_token_s": round(cold["ttft_p50_s"], 2),
+            "chats": {chats: {"tokens_per_s": round(statistics.median(run["aggregate_tokens_per_s"] for run in rs), 1),
+                              "first_token_p50_s": round(statistics.median(run["ttft_p50_s"] for run in rs), 2),
+                              "repeats_tokens_per_s": [round(run["aggregate_tokens_per_s"], 1) for run in rs]}
+                      for chats, rs in runs.items()}}
+
+
+def table(result: dict) -> str:
+    lines = ["| system | 1 chat tok/s | 8 chats tok/s | first token p50 at 8 | first token, cold | memory (PSS) | ready after |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for system in result["systems"]:
+        one, eight = system["chats"][1], system["chats"][8]
+        lines.append(f"| {system['system']} | {one['tokens_per_s']} | {eight['tokens_per_s']} | "
+                     f"{eight['first_token_p50_s']} s | {system['cold_first_token_s']} s | "
+                     f"{system['memory_pss_gib']} GiB | {system['ready_s']} s |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.versus", description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "versus.json")
+    arguments = parser.parse_args()
+    settings = load_settings()
+    folder = resolve_model("", settings.cache_dir, prepare=False, weights="original")
+    served = resolve_model("", settings.cache_dir, prepare=False, weights=settings.weights)
+    tools = llama_server.build(settings.cache_dir)
+    ggufs = {"Q4_K_M": settings.cache_dir / "demo" / f"{DEMO_NAME}.gguf",
+             "Q8_0": llama_server.gguf(tools, folder, "Q8_0", settings.cache_dir)}
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    with tempfile.TemporaryDirectory() as scratch:
+        systems = [run_llama_server(tools, path, f"llama-server, {SLOTS} slots, {kind}", tokenizer, arguments.tokens,
+                                    arguments.repeats, Path(scratch) / f"llama-{kind}.log")
+                   for kind, path in ggufs.items()]
+        systems.append(run_app(served, arguments.tokens, arguments.repeats, Path(scratch) / "app.log"))
+    result = {"model": served.name, "new_tokens": arguments.tokens, "repeats": arguments.repeats,
+              "cpu_cores": psutil.cpu_count(), "systems": systems}
+    arguments.out.write_text(json.dumps(result, indent=1) + "\n")
+    arguments.out.with_suffix(".md").write_text(table(result))
+    print(table(result))
+
+
+if __name__ == "__main__":
+    main()
