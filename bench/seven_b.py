@@ -31,7 +31,7 @@ from tqdm import tqdm
 from transformers import AutoTokenizer
 
 from bench import llama_server
-from bench.versus import run_app, run_llama_server, table
+from bench.versus import run_app, run_llama_servers, write
 from engine.config import PROJECT_ROOT, load_settings
 from engine.model_cache import build_once
 from engine.model_source import resolve_model
@@ -123,16 +123,12 @@ def main() -> None:
             seven_b(settings.cache_dir, demo), out / f"{NAME}-Q8_0.gguf", settings.cache_dir)) / f"{NAME}-Q8_0.gguf"
         shutil.rmtree(bench_dir / NAME, ignore_errors=True)
         q4 = build_once(bench_dir / f"{NAME}-Q4_K_M", lambda out: _requantized(tools, q8, out)) / f"{NAME}-Q4_K_M.gguf"
-        systems = [run_llama_server(tools, path, f"llama-server, 8 slots, {kind}", tokenizer, arguments.tokens,
-                                    arguments.repeats, Path(scratch) / f"llama-{kind}.log")
-                   for kind, path in (("Q4_K_M", q4), ("Q8_0", q8))] + [app]
+        systems = run_llama_servers(tools, {"Q4_K_M": q4, "Q8_0": q8}, tokenizer, arguments.tokens,
+                                    arguments.repeats, Path(scratch)) + [app]
         shutil.rmtree(q8.parent)
         shutil.rmtree(q4.parent)
-    result = {"model": NAME, "weights": "random, Qwen2.5-7B-Instruct's shape", "new_tokens": arguments.tokens,
-              "repeats": arguments.repeats, "systems": systems}
-    arguments.out.write_text(json.dumps(result, indent=1) + "\n")
-    arguments.out.with_suffix(".md").write_text(table(result))
-    print(table(result))
+    write({"model": NAME, "weights": "random, Qwen2.5-7B-Instruct's shape", "new_tokens": arguments.tokens,
+           "repeats": arguments.repeats, "systems": systems}, arguments.out)
 
 
 if __name__ == "__main__":

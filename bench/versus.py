@@ -82,6 +82,20 @@ def _result(label: str, ready: float, cold: dict, runs: dict[int, list[dict]], m
                       for chats, rs in runs.items()}}
 
 
+def run_llama_servers(tools: Path, ggufs: dict[str, Path], tokenizer, tokens: int, repeats: int,
+                      scratch: Path) -> list[dict]:
+    """`llama-server` on each GGUF (by quantisation kind), one after another."""
+    return [run_llama_server(tools, path, f"llama-server, {SLOTS} slots, {kind}", tokenizer, tokens, repeats,
+                             scratch / f"llama-{kind}.log") for kind, path in ggufs.items()]
+
+
+def write(result: dict, out: Path) -> None:
+    """The result as JSON in `out` and as a table beside it (`.md`), printed too."""
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    out.with_suffix(".md").write_text(table(result))
+    print(table(result))
+
+
 def table(result: dict) -> str:
     lines = ["| system | 1 chat tok/s | 8 chats tok/s | first token p50 at 8 | first token, cold | memory (PSS) | ready after |",
              "|---|---:|---:|---:|---:|---:|---:|"]
@@ -107,15 +121,10 @@ def main() -> None:
              "Q8_0": llama_server.gguf(tools, folder, "Q8_0", settings.cache_dir)}
     tokenizer = AutoTokenizer.from_pretrained(folder)
     with tempfile.TemporaryDirectory() as scratch:
-        systems = [run_llama_server(tools, path, f"llama-server, {SLOTS} slots, {kind}", tokenizer, arguments.tokens,
-                                    arguments.repeats, Path(scratch) / f"llama-{kind}.log")
-                   for kind, path in ggufs.items()]
+        systems = run_llama_servers(tools, ggufs, tokenizer, arguments.tokens, arguments.repeats, Path(scratch))
         systems.append(run_app(served, arguments.tokens, arguments.repeats, Path(scratch) / "app.log"))
-    result = {"model": served.name, "new_tokens": arguments.tokens, "repeats": arguments.repeats,
-              "cpu_cores": psutil.cpu_count(), "systems": systems}
-    arguments.out.write_text(json.dumps(result, indent=1) + "\n")
-    arguments.out.with_suffix(".md").write_text(table(result))
-    print(table(result))
+    write({"model": served.name, "new_tokens": arguments.tokens, "repeats": arguments.repeats,
+           "cpu_cores": psutil.cpu_count(), "systems": systems}, arguments.out)
 
 
 if __name__ == "__main__":
