@@ -2,7 +2,7 @@
 when the machine runs short.
 
 The app's figure is PSS (proportional set size) summed over this process and every child (vLLM's
-engine core and worker): pages shared between them (torch, libraries) count once, split among their
+engine core): pages shared between them (torch, libraries) count once, split among their
 users, where summing RSS would count them in every process. Knows nothing of the UI.
 """
 

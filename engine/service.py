@@ -3,7 +3,7 @@ rebuilt if it dies.
 
 `start_engine` begins loading on a background thread and returns at once, so the web server is up
 while the model loads; `wait_for_engine` lets any session await it; `is_ready` tells the UI whether to
-say it is loading. A watchdog checks the engine every second: if vLLM's processes die (a killed worker,
+say it is loading. A watchdog checks the engine every second: if vLLM's processes die (a killed engine process,
 the kernel's out-of-memory killer), replies in flight end with a message, the dead engine's processes
 are shut down and a new engine is loaded with the same settings, while visitors are told it is loading.
 Tests hand in their own loader (a fake or a tiny real engine) through `start_engine`.

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 GIB = 1024**3
-# Beside weights and KV cache: the web process (about 1 GiB), vLLM's engine-core (0.6 GiB) and worker
-# processes (Python, torch, oneDNN kernels, activations). Measured as PSS over the app's process tree minus
-# weights and KV cache, demo model in int8: 2.7 GiB with bfloat16 activations (AVX-512 machine), 3.17 GiB
-# with float32 (AVX2 machine, 2026-11-30); rounded up.
-RUNTIME_BYTES = int(3.25 * GIB)
+# Beside weights and KV cache: the web process (1 GiB) and vLLM's engine-core process, which runs the model
+# (Python, torch, oneDNN kernels, activations). Measured as PSS over the app's process tree minus weights and
+# KV cache, demo model served in float32 (AVX2 machine, 2026-11-30): 3.17 GiB while a separate worker process
+# ran the model, 2.75 GiB since (`python -m bench.then_now`); rounded up.
+RUNTIME_BYTES = int(3 * GIB)
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 # Tokens per KV-cache block: vLLM caches and shares whole blocks of a prompt, so a persona's system prompt
 # (about 80 tokens) is shared by every chat only with blocks smaller than vLLM's 128 on CPU.

@@ -313,8 +313,8 @@ def test_a_dead_engine_is_reported_and_rebuilt(browser, paced_model_dir):
         send(page, "推荐三个广州的景点")
         page.wait_for_selector(REPLY, timeout=30_000)
         assert health(running) == (200, "ready")
-        worker = next(proc for proc in running.engine_processes() if "Worker" in " ".join(proc.cmdline()))
-        worker.kill()  # what the kernel's out-of-memory killer does
+        core = next(proc for proc in running.engine_processes() if "EngineCore" in " ".join(proc.cmdline()))
+        core.kill()  # what the kernel's out-of-memory killer does to the process that holds the model
         page.wait_for_selector("text=正在自动重启", timeout=15_000)  # the visitor is told, no endless spinner
         assert wait_until(lambda: health(running) == (503, "restarting"), timeout=15)  # monitoring sees it too
         page.wait_for_selector("#chat-submit", timeout=15_000)
