@@ -1,11 +1,12 @@
-"""`python -m bench [--quick]`: every system on the fixed workload, in one run on this machine.
+"""`python -m bench [--quick] [--skip NAME ...]`: every system on the fixed workload, in one run on this machine.
 
 Measures the memory bandwidth and the decode ceilings it implies, the transformers baseline, this app's
 engine in bf16 and int8 at 1, 2, 4 and 8 chats, the full UI path at 1 and 8 chats, and llama.cpp when
 llama-cpp-python is installed; then writes results.json, chart.png and table.md. Each system runs in a
 fresh process; this app's runs are repeated (5 times by default) and the median kept, the sequential
-baselines (minutes long, and steady) run once. `--quick` runs 1 and 2 chats once on the model given (the
-tests use their tiny model).
+baselines (minutes long, and steady) run once. Then the other benchmarks (`STAGES`, each `python -m
+bench.NAME` writing NAME.json beside them) unless skipped. `--quick` runs 1 and 2 chats once on the model
+given and no other stage (the tests use their tiny model).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import importlib.util
 import platform
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,6 +32,11 @@ from bench.workload import CONCURRENCY, NEW_TOKENS, median_run
 from engine.config import PROJECT_ROOT, load_settings
 from engine.demo_model import NAME as DEMO_NAME
 from engine.memory import tree_pss
+
+
+# The other benchmarks, in the order they run: the app against its baseline commit, a decode step's profile,
+# a presenter's page, llama-server on the demo model, and the 7B-shaped model (about 30 minutes alone).
+STAGES = ("then_now", "profile", "presenter", "versus", "seven_b")
 
 
 def machine(bandwidth: float) -> dict:
@@ -59,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                                                   "installed)")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each N for this app (the median is kept)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark", help="output folder")
+    parser.add_argument("--skip", nargs="+", choices=STAGES, default=[], help="other benchmarks not to run")
     arguments = parser.parse_args(argv)
     settings = load_settings()
     concurrency = [1, 2] if arguments.quick else list(CONCURRENCY)
@@ -92,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         print("==> llama.cpp skipped (llama-cpp-python is not installed, or no GGUF)", flush=True)
     write_report(results, arguments.out)
     print((arguments.out / "table.md").read_text())
+    for stage in [] if arguments.quick else [stage for stage in STAGES if stage not in arguments.skip]:
+        print(f"==> python -m bench.{stage}", flush=True)
+        subprocess.run([sys.executable, "-m", f"bench.{stage}", "--out", str(arguments.out / f"{stage}.json")],
+                       cwd=PROJECT_ROOT, check=True)
     return 0
 
 

@@ -31,14 +31,15 @@ def _free_port() -> int:
 class AppProcess:
     """`chainlit run app.py` in a subprocess of its own process group, with its log in a file."""
 
-    def __init__(self, model: Path | str, log_path: Path, **env: str) -> None:
+    def __init__(self, model: Path | str, log_path: Path, project: Path = PROJECT_ROOT, **env: str) -> None:
+        """`project`: the checkout to run (another commit's worktree, for a comparison)."""
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self.folder = Path(tempfile.mkdtemp(prefix="chat-app-"))
         # A state folder of its own (session secret, conversations) unless the caller gives one.
         environment = {**os.environ, "CHAT_MODEL": str(model), "CHAT_STATE_DIR": str(self.folder / "state"), **env}
-        for entry in PROJECT_ROOT.iterdir():
+        for entry in project.iterdir():
             if entry.name != ".files":
                 (self.folder / entry.name).symlink_to(entry)
         self.process = subprocess.Popen(

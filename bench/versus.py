@@ -6,7 +6,10 @@ converter; the app runs with its defaults through its sockets (Chainlit's browse
 Each system in turn, on 1 and on 8 chats at once, `--tokens` new tokens per reply (greedy, end-of-sequence
 ignored). Every request asks a question no earlier one asked (a visitor number in front of one of the eight
 tour-guide questions), so only the persona's system prompt can come from a prefix cache; the first request
-of each system, on a cold cache, is reported on its own. Writes `docs/benchmark/versus.json` and its table `versus.md` (or `--out`).
+of each system, on a cold cache, is reported on its own. Then the "real replies" workload: the eight tour-guide
+questions at once (new to the engine, as above) with the app's default sampling (temperature, top-p, top-k
+and repetition penalty, over the whole reply for both; llama-server's min-p off) and natural lengths, up to
+the app's reply budget. Writes `docs/benchmark/versus.json` and its table `versus.md` (or `--out`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from bench import llama_server
 from bench.app_process import AppProcess
 from bench.ui_path import serve as serve_app
 from bench.workload import QUESTIONS, system_prompt
-from engine.config import PROJECT_ROOT, load_settings
+from engine.config import PROJECT_ROOT, Settings, load_settings
 from engine.demo_model import NAME as DEMO_NAME
 from engine.memory import tree_pss
 from engine.model_source import resolve_model
@@ -40,6 +43,34 @@ GREEDY = {"temperature": 0, "ignore_eos": True}
 
 def questions(tag: str, chats: int) -> list[str]:
     return [f"（第 {tag}-{chat} 位游客）{QUESTIONS[chat % len(QUESTIONS)]}" for chat in range(chats)]
+
+
+def llama_sampling(settings: Settings) -> dict:
+    """The app's default sampling in llama-server's terms: its repetition penalty over the whole context, as
+    vLLM's, and no min-p, which llama-server applies by default and vLLM does not."""
+    return {"temperature": settings.temperature, "top_p": settings.top_p, "top_k": settings.top_k,
+            "repeat_penalty": settings.repetition_penalty, "repeat_last_n": -1, "min_p": 0}
+
+
+def real_replies(runs: list[dict]) -> dict:
+    """Of repeated runs of the real-replies workload: medians of the rate, first token and the time until the
+    last reply ended, and every reply's length."""
+    return {"tokens_per_s": round(statistics.median(run["aggregate_tokens_per_s"] for run in runs), 1),
+            "first_token_p50_s": round(statistics.median(run["ttft_p50_s"] for run in runs), 2),
+            "all_done_s": round(statistics.median(max(reply["last_token"] for reply in run["replies"])
+                                                  for run in runs), 1),
+            "reply_tokens": [[reply["tokens"] for reply in run["replies"]] for run in runs]}
+
+
+def run_app_real(model: Path, repeats: int, log: Path, ready_timeout: float = 180) -> dict:
+    """The app with every default, the real-replies workload."""
+    app = AppProcess(model, log)
+    try:
+        app.wait_until_ready(ready_timeout)
+        return real_replies([asyncio.run(serve_app(app.url, 8, questions=questions(f"real{repeat}", 8)))
+                             for repeat in range(repeats)])
+    finally:
+        app.stop()
 
 
 def run_app(model: Path, tokens: int, repeats: int, log: Path, ready_timeout: float = 180) -> dict:
@@ -57,7 +88,9 @@ def run_app(model: Path, tokens: int, repeats: int, log: Path, ready_timeout: fl
         app.stop()
 
 
-def run_llama_server(tools: Path, gguf: Path, label: str, tokenizer, tokens: int, repeats: int, log: Path) -> dict:
+def run_llama_server(tools: Path, gguf: Path, label: str, tokenizer, tokens: int, repeats: int, log: Path,
+                     real_sampling: Settings | None = None) -> dict:
+    """The fixed workload on 1 and 8 chats, and the real-replies one with the app's `real_sampling` if given."""
     def rendered(texts: list[str]):
         return [render_prompt(tokenizer, system_prompt(), [{"role": "user", "content": text}], budget=1024)
                 for text in texts]
@@ -68,7 +101,12 @@ def run_llama_server(tools: Path, gguf: Path, label: str, tokenizer, tokens: int
         cold = asyncio.run(llama_server.serve(server.url, rendered(questions("cold", 1)), tokens, GREEDY))
         runs = {chats: [asyncio.run(llama_server.serve(server.url, rendered(questions(f"{repeat}", chats)), tokens,
                                                        GREEDY)) for repeat in range(repeats)] for chats in CHATS}
-        return _result(label, ready, cold, runs, psutil.Process(server.process.pid).memory_full_info().pss)
+        result = _result(label, ready, cold, runs, psutil.Process(server.process.pid).memory_full_info().pss)
+        if real_sampling:
+            result["real_replies"] = real_replies([asyncio.run(llama_server.serve(
+                server.url, rendered(questions(f"real{repeat}", 8)), real_sampling.max_new_tokens,
+                llama_sampling(real_sampling))) for repeat in range(repeats)])
+        return result
     finally:
         server.stop()
 
@@ -83,10 +121,10 @@ def _result(label: str, ready: float, cold: dict, runs: dict[int, list[dict]], m
 
 
 def run_llama_servers(tools: Path, ggufs: dict[str, Path], tokenizer, tokens: int, repeats: int,
-                      scratch: Path) -> list[dict]:
+                      scratch: Path, real_sampling: Settings | None = None) -> list[dict]:
     """`llama-server` on each GGUF (by quantisation kind), one after another."""
     return [run_llama_server(tools, path, f"llama-server, {SLOTS} slots, {kind}", tokenizer, tokens, repeats,
-                             scratch / f"llama-{kind}.log") for kind, path in ggufs.items()]
+                             scratch / f"llama-{kind}.log", real_sampling) for kind, path in ggufs.items()]
 
 
 def write(result: dict, out: Path) -> None:
@@ -104,6 +142,15 @@ def table(result: dict) -> str:
         lines.append(f"| {system['system']} | {one['tokens_per_s']} | {eight['tokens_per_s']} | "
                      f"{eight['first_token_p50_s']} s | {system['cold_first_token_s']} s | "
                      f"{system['memory_pss_gib']} GiB | {system['ready_s']} s |")
+    if all("real_replies" in system for system in result["systems"]):
+        lines += ["", "Real replies: the eight tour-guide questions at once, default sampling, natural lengths.", "",
+                  "| system | tok/s, all 8 | first token p50 | all replies done | mean reply length |",
+                  "|---|---:|---:|---:|---:|"]
+        for system in result["systems"]:
+            real = system["real_replies"]
+            lengths = [tokens for run in real["reply_tokens"] for tokens in run]
+            lines.append(f"| {system['system']} | {real['tokens_per_s']} | {real['first_token_p50_s']} s | "
+                         f"{real['all_done_s']} s | {round(statistics.fmean(lengths))} tokens |")
     return "\n".join(lines) + "\n"
 
 
@@ -121,8 +168,10 @@ def main() -> None:
              "Q8_0": llama_server.gguf(tools, folder, "Q8_0", settings.cache_dir)}
     tokenizer = AutoTokenizer.from_pretrained(folder)
     with tempfile.TemporaryDirectory() as scratch:
-        systems = run_llama_servers(tools, ggufs, tokenizer, arguments.tokens, arguments.repeats, Path(scratch))
-        systems.append(run_app(served, arguments.tokens, arguments.repeats, Path(scratch) / "app.log"))
+        systems = run_llama_servers(tools, ggufs, tokenizer, arguments.tokens, arguments.repeats, Path(scratch),
+                                    settings)
+        systems.append({**run_app(served, arguments.tokens, arguments.repeats, Path(scratch) / "app.log"),
+                        "real_replies": run_app_real(served, arguments.repeats, Path(scratch) / "app-real.log")})
     write({"model": served.name, "new_tokens": arguments.tokens, "repeats": arguments.repeats,
            "cpu_cores": psutil.cpu_count(), "systems": systems}, arguments.out)
 
