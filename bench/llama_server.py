@@ -144,6 +144,8 @@ async def serve(url: str, prompts: list[RenderedPrompt], new_tokens: int, sampli
         times: list[float] = []
         body = {"prompt": prompt.token_ids, "n_predict": new_tokens, "stream": True, "cache_prompt": True, **sampling}
         async with client.stream("POST", f"{url}/completion", json=body) as response:
+            if response.status_code != 200:
+                raise RuntimeError(f"llama-server refused the request: {(await response.aread()).decode()}")
             async for line in response.aiter_lines():
                 if line.startswith("data: "):
                     if json.loads(line[6:]).get("stop"):  # the closing chunk: timings, no token

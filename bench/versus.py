@@ -46,10 +46,10 @@ def questions(tag: str, chats: int) -> list[str]:
 
 
 def llama_sampling(settings: Settings) -> dict:
-    """The app's default sampling in llama-server's terms: its repetition penalty over the whole context, as
-    vLLM's, and no min-p, which llama-server applies by default and vLLM does not."""
+    """The app's default sampling in llama-server's terms: its repetition penalty over a slot's whole context,
+    as vLLM's over the whole sequence, and no min-p, which llama-server applies by default and vLLM does not."""
     return {"temperature": settings.temperature, "top_p": settings.top_p, "top_k": settings.top_k,
-            "repeat_penalty": settings.repetition_penalty, "repeat_last_n": -1, "min_p": 0}
+            "repeat_penalty": settings.repetition_penalty, "repeat_last_n": CONTEXT // SLOTS, "min_p": 0}
 
 
 def real_replies(runs: list[dict]) -> dict:
