@@ -19,16 +19,23 @@ from engine.memory import tree_pss
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=NEW_TOKENS, ignore_eos=True)
 
 
-async def _serve(engine: ChatEngine, users: int) -> dict:
+def start_replies(engine: ChatEngine, users: int, sampling: Sampling) -> tuple[asyncio.Future, list[ReplyStats]]:
+    """The workload's `users` chats submitted together from the running loop: the future of all their replies,
+    and each one's statistics, filled in as its tokens stream."""
     rendered = prompts(engine.tokenizer, users, engine.settings.max_model_len)
     stats = [ReplyStats(len(prompt.token_ids)) for prompt in rendered]
 
     async def chat(prompt, reply_stats) -> None:
-        async for _ in engine.stream_reply(prompt, GREEDY, reply_stats):
+        async for _ in engine.stream_reply(prompt, sampling, reply_stats):
             pass
 
+    return asyncio.gather(*(chat(prompt, reply_stats) for prompt, reply_stats in zip(rendered, stats))), stats
+
+
+async def _serve(engine: ChatEngine, users: int) -> dict:
+    replies, stats = start_replies(engine, users, GREEDY)
     arrival = time.perf_counter()
-    await asyncio.gather(*(chat(prompt, reply_stats) for prompt, reply_stats in zip(rendered, stats)))
+    await replies
     assert all(reply.generated_tokens == NEW_TOKENS for reply in stats), [reply.generated_tokens for reply in stats]
     return summarise([Reply(reply.first_token_at - arrival, reply.last_token_at - arrival, reply.generated_tokens)
                       for reply in stats])

@@ -24,8 +24,8 @@ from typing import Callable
 
 import psutil
 
-from bench.workload import prompts
-from engine.chat_engine import ChatEngine, ReplyStats, Sampling
+from bench.engine_runs import start_replies
+from engine.chat_engine import ChatEngine, Sampling
 from engine.config import PROJECT_ROOT, load_settings
 from engine.model_source import resolve_model
 
@@ -76,14 +76,7 @@ async def decode(engine: ChatEngine, chats: int, tokens: int, sample: Callable[[
     settings = engine.settings
     sampling = Sampling(settings.temperature, settings.top_p, tokens, top_k=settings.top_k,
                         repetition_penalty=settings.repetition_penalty, ignore_eos=True)
-    rendered = prompts(engine.tokenizer, chats, settings.max_model_len)
-    stats = [ReplyStats(len(prompt.token_ids)) for prompt in rendered]
-
-    async def chat(prompt, reply_stats) -> None:
-        async for _ in engine.stream_reply(prompt, sampling, reply_stats):
-            pass
-
-    replies = asyncio.gather(*(chat(prompt, reply_stats) for prompt, reply_stats in zip(rendered, stats)))
+    replies, stats = start_replies(engine, chats, sampling)
     while not all(reply.first_token_at for reply in stats):
         await asyncio.sleep(0.05)
     samplers, started, before = sample(), time.perf_counter(), sum(reply.generated_tokens for reply in stats)
@@ -103,18 +96,19 @@ def run(chats: int = 8, tokens: int = 320, seconds: int = 30) -> dict:
             # Each process's thread that does the work: vLLM's engine-core loop, and the app's engine thread.
             raws = {"engine core (runs the model)": (core, Path(folder) / "core.txt", "run_busy_loop"),
                     "web process (AsyncLLM, text)": (os.getpid(), Path(folder) / "web.txt", "run_engine_loop")}
+
             def sample() -> list[subprocess.Popen]:
                 return [subprocess.Popen([str(spy), "record", "--pid", str(pid), "--native", "--format", "raw",
                                           "--rate", str(RATE), "--duration", str(seconds), "--output", str(raw)],
                                          stdout=subprocess.DEVNULL) for pid, raw, _ in raws.values()]
 
-            run = asyncio.run(decode(engine, chats, tokens, sample))
-            for sampler in run["samplers"]:
+            measured = asyncio.run(decode(engine, chats, tokens, sample))
+            for sampler in measured["samplers"]:
                 sampler.wait(timeout=seconds + 60)
-            return {"chats": chats, "tokens": tokens, "sampled_seconds": seconds,
-                    "decode_tokens_per_s": round(run["rate"], 1),
-                    "weights": engine.weight_format, "dtype": engine.dtype,
-                    "samples_per_s": RATE, "processes": {name: shares(raw, thread) for name, (_, raw, thread) in raws.items()}}
+            return {"chats": chats, "tokens": tokens, "sampled_seconds": seconds, "samples_per_s": RATE,
+                    "decode_tokens_per_s": round(measured["rate"], 1), "weights": engine.weight_format,
+                    "dtype": engine.dtype,
+                    "processes": {name: shares(raw, thread) for name, (_, raw, thread) in raws.items()}}
     finally:
         engine.shutdown()
 
