@@ -13,7 +13,6 @@ tokens. Writes `docs/benchmark/presenter.json` (or `--out`).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -27,8 +26,8 @@ from transformers import AutoTokenizer
 
 from bench.app_process import AppProcess
 from bench.ui_path import ChatClient
-from bench.workload import QUESTIONS
-from engine.config import PROJECT_ROOT, load_settings
+from bench.workload import QUESTIONS, stage_parser
+from engine.config import load_settings
 from engine.model_source import resolve_model
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -146,11 +145,8 @@ def run(model: Path, tokens: int, repeats: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.presenter", description=__doc__.splitlines()[0])
+    parser = stage_parser("presenter", __doc__, tokens=256, repeats=3)
     parser.add_argument("--model", type=Path, help="model folder (default: the one the app serves)")
-    parser.add_argument("--tokens", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "presenter.json")
     arguments = parser.parse_args()
     settings = load_settings()
     model = arguments.model or resolve_model(settings.model, settings.cache_dir, prepare=False,

@@ -18,7 +18,6 @@ after its run, so a second run builds them again (about 10 minutes). Writes
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -32,7 +31,8 @@ from transformers import AutoTokenizer
 
 from bench import llama_server
 from bench.versus import run_app, run_llama_servers, write
-from engine.config import PROJECT_ROOT, load_settings
+from bench.workload import stage_parser
+from engine.config import load_settings
 from engine.model_cache import build_once
 from engine.model_source import resolve_model
 from engine.quantize import quantize_folder
@@ -102,10 +102,7 @@ def _requantized(tools: Path, q8: Path, out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.seven_b", description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "seven_b.json")
+    parser = stage_parser("seven_b", __doc__, tokens=32, repeats=1)
     arguments = parser.parse_args()
     settings = load_settings()
     demo = resolve_model("", settings.cache_dir, prepare=False, weights="original")

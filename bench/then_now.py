@@ -13,7 +13,6 @@ question new to the app. Writes `docs/benchmark/then_now.json` (or `--out`).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -28,6 +27,7 @@ import psutil
 from bench.app_process import AppProcess
 from bench.ui_path import serve
 from bench.versus import questions
+from bench.workload import stage_parser
 from engine.config import PROJECT_ROOT, load_settings
 from engine.model_source import resolve_model
 
@@ -74,11 +74,8 @@ def summary(runs: list[dict]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.then_now", description=__doc__.splitlines()[0])
+    parser = stage_parser("then_now", __doc__, tokens=128, repeats=3)
     parser.add_argument("--baseline", default=BASELINE, help="the commit to compare with")
-    parser.add_argument("--tokens", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "then_now.json")
     arguments = parser.parse_args()
     settings = load_settings()
     model = resolve_model("", settings.cache_dir, prepare=False, weights=settings.weights)

@@ -14,7 +14,6 @@ the app's reply budget. Writes `docs/benchmark/versus.json` and its table `versu
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -28,8 +27,8 @@ from transformers import AutoTokenizer
 from bench import llama_server
 from bench.app_process import AppProcess
 from bench.ui_path import serve as serve_app
-from bench.workload import QUESTIONS, system_prompt
-from engine.config import PROJECT_ROOT, Settings, load_settings
+from bench.workload import QUESTIONS, stage_parser, system_prompt
+from engine.config import Settings, load_settings
 from engine.demo_model import NAME as DEMO_NAME
 from engine.memory import tree_pss
 from engine.model_source import resolve_model
@@ -155,10 +154,7 @@ def table(result: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.versus", description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "versus.json")
+    parser = stage_parser("versus", __doc__, tokens=128, repeats=3)
     arguments = parser.parse_args()
     settings = load_settings()
     folder = resolve_model("", settings.cache_dir, prepare=False, weights="original")

@@ -7,8 +7,10 @@ chats arriving at once. Times are seconds from that common arrival, taken at eac
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from engine.config import PROJECT_ROOT
 from engine.personas import load_personas
@@ -79,3 +81,13 @@ def _percentile(ordered: list[float], fraction: float) -> float:
     low = int(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def stage_parser(name: str, doc: str, tokens: int, repeats: int) -> argparse.ArgumentParser:
+    """The options every `python -m bench.NAME` shares: new tokens per reply, repeats, and where its JSON goes
+    (`docs/benchmark/NAME.json` unless `--out`); `doc` is the module's docstring."""
+    parser = argparse.ArgumentParser(prog=f"python -m bench.{name}", description=doc.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=tokens, help="new tokens per reply")
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / f"{name}.json")
+    return parser
