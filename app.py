@@ -1,6 +1,7 @@
 """Chainlit handlers: chat profiles (personas), each session's conversation (stored, resumed, rewound on edits), streaming replies.
 
-Everything about the model lives in `engine/`; this module speaks Chainlit and never imports vLLM.
+Everything about the model lives in `engine/`; this module speaks Chainlit and reaches the engine through
+`engine.api` (what a reply is) and `engine.service` (the one engine of this process), never vLLM.
 The engine is loaded once per process when the app starts and shared by every session.
 """
 
@@ -11,20 +12,20 @@ import logging
 import os
 import re
 import sys
+from contextlib import aclosing
+from dataclasses import replace
+from typing import AsyncIterator
 
 import chainlit as cl
 from chainlit.utils import utc_now
 
-from engine.admission import ReplyGate
-from engine.chat_engine import ChatEngine, ReplyStats, Sampling
+from web.admission import ReplyGate
+from engine.api import ChatEngine, Finished, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling, TextDelta
 from engine.config import load_settings
-from engine.errors import ChatError, MemoryLowError, MessageTooLongError
-from engine.memory import GIB, MemoryGuard, MemoryMonitor
-from engine.model_source import resolve_model
-from engine.personas import Persona, load_personas
-from engine.preflight import check_model
-from engine.prompt import RenderedPrompt
-from engine.service import current_engine, is_ready, restarts, shutdown_engine, start_engine, wait_for_engine
+from engine.errors import ChatError, MemoryLowError
+from web.memory import GIB, MemoryGuard, MemoryMonitor
+from ui.personas import Persona, load_personas
+from engine.service import current_engine, is_ready, prepare, restarts, shutdown_engine, start_engine, wait_for_engine
 from history.conversation import REPLY, Conversation
 from history.records import forget_idle
 from history.schema import open_database
@@ -42,8 +43,7 @@ log = logging.getLogger("app")
 
 try:
     SETTINGS = load_settings()
-    MODEL = resolve_model(SETTINGS.model, SETTINGS.cache_dir, prepare=False, weights=SETTINGS.weights)
-    check_model(MODEL, SETTINGS)
+    MODEL = prepare(SETTINGS)
     PERSONAS = {persona.name: persona for persona in load_personas(SETTINGS.prompts_dir, SETTINGS.persona)}
     LOGINS = Logins(SETTINGS.users_file, SETTINGS.state_dir, SETTINGS.login_max_failures,
                     SETTINGS.login_lockout_seconds) if SETTINGS.users_file else None
@@ -62,7 +62,7 @@ GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
 MEMORY = MemoryMonitor()
 telemetry.watch(telemetry.LiveReadings(
     running=lambda: GATE.running, waiting=lambda: GATE.waiting,
-    kv_cache_usage=lambda: engine.scheduler().kv_cache_usage if (engine := current_engine()) else 0.0,
+    kv_cache_usage=lambda: engine.state().kv_cache_usage if (engine := current_engine()) else 0.0,
     app_pss=lambda: MEMORY.read().app_pss, engine_ready=is_ready, restarts=restarts))
 
 if LOGINS:
@@ -229,22 +229,21 @@ async def answer(message: cl.Message) -> None:
     await remember_options()
     options = cl.user_session.get("options")
     sampling = chat_options.sampling(SETTINGS, options)
-    try:
-        prompt = engine.render(current_persona().system_prompt, conversation.messages(), sampling.max_new_tokens)
-    except MessageTooLongError as error:
-        conversation.rewind(message.id)
-        await cl.ErrorMessage(content=str(error)).send()
-        return
-    if options["teaching"]:
-        await show_prompt(prompt, sampling)
-
-    notice = QueueNotice()
-    try:
-        async with GATE.turn(notice.show):
-            await notice.remove()
-            await stream_answer(engine, prompt, sampling, conversation)
-    finally:
-        await notice.remove()  # also when stopped, or the tab closed, while waiting
+    async with aclosing(engine.reply(current_persona().system_prompt, conversation.messages(), sampling)) as events:
+        prompt = await anext(events)
+        if isinstance(prompt, Refused):
+            conversation.rewind(message.id)
+            await cl.ErrorMessage(content=prompt.message).send()
+            return
+        if options["teaching"]:
+            await show_prompt(prompt, sampling)
+        notice = QueueNotice()
+        try:
+            async with GATE.turn(notice.show):
+                await notice.remove()
+                await stream_answer(engine, prompt, events, sampling, conversation)
+        finally:
+            await notice.remove()  # also when stopped, or the tab closed, while waiting
     await tell_if_unsaved()
 
 
@@ -281,24 +280,32 @@ class QueueNotice:
             self._message = None
 
 
-async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, sampling: Sampling,
-                        conversation: Conversation) -> None:
+async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent],
+                        sampling: Sampling, conversation: Conversation) -> None:
     """Stream one reply into a new message; keep what was said (also when stopped) in the conversation."""
     # Chainlit stamps a message when it is sent whole; a streamed one is stamped here, when it starts.
     reply = cl.Message(content="", metadata={REPLY: {}}, created_at=utc_now())
     stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
     dashboard: Dashboard | None = cl.user_session.get("dashboard")
-    ticker = asyncio.create_task(dashboard.follow(engine, stats)) if dashboard else None
-    failed = False
+    if dashboard:
+        dashboard.last_reply = stats
+    ticker = asyncio.create_task(dashboard.follow(engine)) if dashboard else None
+    failed = finished = False
     try:
-        async for text in engine.stream_reply(prompt, sampling, stats):
-            await reply.stream_token(text)
-            # Deltas that arrive meanwhile reach the page as one update: each update costs the page a re-render.
-            await asyncio.sleep(SETTINGS.stream_update_seconds)
+        async for event in events:
+            stats, finished = event.stats, isinstance(event, Finished)
+            if dashboard:
+                dashboard.last_reply = stats
+            if isinstance(event, TextDelta) and event.text:
+                await reply.stream_token(event.text)
+                # Deltas that arrive meanwhile reach the page as one update: each update costs the page a re-render.
+                await asyncio.sleep(SETTINGS.stream_update_seconds)
     except ChatError as error:
         failed = True
         await cl.ErrorMessage(content=str(error)).send()
     finally:
+        if not finished:
+            stats = replace(stats, finish_reason="abort")  # stopped, or ended by a fault
         telemetry.record_reply(stats, failed)
         log.info("Reply: temperature %g, top_p %g, max %d new tokens; prompt %d tokens in %d messages, %d generated, "
                  "first token %s s, %s tokens/s, %s, sidebar %s", sampling.temperature, sampling.top_p,
@@ -308,6 +315,8 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, sampling: Sa
                  "on" if ticker else "off")
         if ticker:
             ticker.cancel()
+        if dashboard:
+            dashboard.last_reply = stats
         # A stopped reply stays in the chat and in the conversation as what the assistant said.
         if reply.content:
             conversation.answer(reply.id, reply.content)

@@ -31,7 +31,7 @@ from bench.ui_path import serve
 from bench.workload import CONCURRENCY, NEW_TOKENS, median_run
 from engine.config import PROJECT_ROOT, load_settings
 from engine.demo_model import NAME as DEMO_NAME
-from engine.memory import tree_pss
+from web.memory import tree_pss
 
 
 # The other benchmarks, in the order they run: the app against its baseline commit, a decode step's profile,

@@ -31,8 +31,10 @@ def _free_port() -> int:
 class AppProcess:
     """`chainlit run app.py` in a subprocess of its own process group, with its log in a file."""
 
-    def __init__(self, model: Path | str, log_path: Path, project: Path = PROJECT_ROOT, **env: str) -> None:
-        """`project`: the checkout to run (another commit's worktree, for a comparison)."""
+    def __init__(self, model: Path | str, log_path: Path, project: Path = PROJECT_ROOT, command: str = "chainlit",
+                 **env: str) -> None:
+        """`project`: the checkout to run (another commit's worktree, for a comparison); `command`: the module
+        that runs Chainlit's command line (`tests.fake_app` serves the app on the tests' scripted engine)."""
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -43,7 +45,7 @@ class AppProcess:
             if entry.name != ".files":
                 (self.folder / entry.name).symlink_to(entry)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "chainlit", "run", "app.py", "--headless", "--host", "127.0.0.1",
+            [sys.executable, "-m", command, "run", "app.py", "--headless", "--host", "127.0.0.1",
              "--port", str(self.port)],
             cwd=self.folder, env=environment, stdout=log_path.open("w"), stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -17,7 +17,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, TextIteratorStreamer
 
 from bench.workload import NEW_TOKENS, Reply, prompts, summarise
-from engine.memory import tree_pss
+from web.memory import tree_pss
 
 
 class TimedStreamer(TextIteratorStreamer):

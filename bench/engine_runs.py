@@ -1,7 +1,7 @@
-"""This app's engine (`engine.chat_engine.ChatEngine`, with the app's settings) serving N chats at once.
+"""This app's engine (`engine.chat_engine.VllmEngine`, with the app's settings) serving N chats at once.
 
 The N requests are submitted together from one asyncio loop, as the app's sessions submit theirs, and
-read through the same text channel; times are the engine's own token events (`ReplyStats`).
+read through the same event channel; times are the engine's own token events (`ReplyStats`).
 """
 
 from __future__ import annotations
@@ -12,27 +12,28 @@ import time
 from pathlib import Path
 
 from bench.workload import CONCURRENCY, NEW_TOKENS, Reply, median_run, prompts, summarise
-from engine.chat_engine import ChatEngine, ReplyStats, Sampling
+from engine.api import ReplyStats, Sampling
+from engine.chat_engine import VllmEngine
 from engine.config import load_settings
-from engine.memory import tree_pss
+from web.memory import tree_pss
 
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=NEW_TOKENS, ignore_eos=True)
 
 
-def start_replies(engine: ChatEngine, users: int, sampling: Sampling) -> tuple[asyncio.Future, list[ReplyStats]]:
+def start_replies(engine: VllmEngine, users: int, sampling: Sampling) -> tuple[asyncio.Future, list[ReplyStats]]:
     """The workload's `users` chats submitted together from the running loop: the future of all their replies,
-    and each one's statistics, filled in as its tokens stream."""
+    and each one's latest statistics, replaced as its events arrive."""
     rendered = prompts(engine.tokenizer, users, engine.settings.max_model_len)
-    stats = [ReplyStats(len(prompt.token_ids)) for prompt in rendered]
+    latest = [ReplyStats(len(prompt.token_ids)) for prompt in rendered]
 
-    async def chat(prompt, reply_stats) -> None:
-        async for _ in engine.stream_reply(prompt, sampling, reply_stats):
-            pass
+    async def chat(index: int, prompt) -> None:
+        async for event in engine.stream_reply(prompt, sampling):
+            latest[index] = event.stats
 
-    return asyncio.gather(*(chat(prompt, reply_stats) for prompt, reply_stats in zip(rendered, stats))), stats
+    return asyncio.gather(*(chat(index, prompt) for index, prompt in enumerate(rendered))), latest
 
 
-async def _serve(engine: ChatEngine, users: int) -> dict:
+async def _serve(engine: VllmEngine, users: int) -> dict:
     replies, stats = start_replies(engine, users, GREEDY)
     arrival = time.perf_counter()
     await replies
@@ -43,7 +44,7 @@ async def _serve(engine: ChatEngine, users: int) -> dict:
 
 def run(model: str, concurrency: list[int] = list(CONCURRENCY), repeats: int = 1) -> dict:
     settings = load_settings()
-    engine = ChatEngine.load(settings, Path(model))
+    engine = VllmEngine.load(settings, Path(model))
     try:
         runs = [median_run([asyncio.run(_serve(engine, users)) for _ in range(repeats)]) for users in concurrency]
         return {"load_seconds": engine.load_seconds, "weights": engine.weight_format,

@@ -17,7 +17,7 @@ from llama_cpp import Llama, LogitsProcessorList
 from transformers import AutoTokenizer
 
 from bench.workload import NEW_TOKENS, Reply, prompts, summarise
-from engine.memory import tree_pss
+from web.memory import tree_pss
 
 
 def run(gguf: str, tokenizer_folder: str, users: int) -> dict:

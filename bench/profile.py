@@ -1,6 +1,6 @@
 """`python -m bench.profile`: where a decode step of this app's engine spends its time, sampled, not guessed.
 
-The app's engine (`ChatEngine`, the app's settings and default sampling: temperature, top-p, top-k and
+The app's engine (`VllmEngine`, the app's settings and default sampling: temperature, top-p, top-k and
 a repetition penalty over the whole vocabulary) decodes eight chats at once while `py-spy` samples both
 the process that runs the model (vLLM's engine core) and this one (where vLLM turns token ids into text),
 native frames included (py-spy pauses a process for each sample, which slows the run a little; the
@@ -25,7 +25,8 @@ from typing import Callable
 import psutil
 
 from bench.engine_runs import start_replies
-from engine.chat_engine import ChatEngine, Sampling
+from engine.api import Sampling
+from engine.chat_engine import VllmEngine
 from engine.config import PROJECT_ROOT, load_settings
 from engine.model_source import resolve_model
 
@@ -70,7 +71,7 @@ def shares(raw: Path, thread: str) -> dict[str, float]:
     return {name: round(count / total, 3) for name, count in counts.most_common()}
 
 
-async def decode(engine: ChatEngine, chats: int, tokens: int, sample: Callable[[], list[subprocess.Popen]]) -> dict:
+async def decode(engine: VllmEngine, chats: int, tokens: int, sample: Callable[[], list[subprocess.Popen]]) -> dict:
     """`chats` replies at the app's default sampling; `sample` starts the samplers once every chat has its first
     token (prefill is not a decode step). Returns the samplers and the aggregate decode rate meanwhile."""
     settings = engine.settings
@@ -87,7 +88,7 @@ async def decode(engine: ChatEngine, chats: int, tokens: int, sample: Callable[[
 
 def run(chats: int = 8, tokens: int = 320, seconds: int = 30) -> dict:
     settings = load_settings()
-    engine = ChatEngine.load(settings, resolve_model("", settings.cache_dir, prepare=False, weights=settings.weights))
+    engine = VllmEngine.load(settings, resolve_model("", settings.cache_dir, prepare=False, weights=settings.weights))
     spy = Path(sys.executable).with_name("py-spy")
     core = next(child.pid for child in psutil.Process().children(recursive=True)
                 if "EngineCore" in " ".join(child.cmdline()))

@@ -30,7 +30,7 @@ from bench.ui_path import serve as serve_app
 from bench.workload import QUESTIONS, stage_parser, system_prompt
 from engine.config import Settings, load_settings
 from engine.demo_model import NAME as DEMO_NAME
-from engine.memory import tree_pss
+from web.memory import tree_pss
 from engine.model_source import resolve_model
 from engine.prompt import render_prompt
 

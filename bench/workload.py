@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from engine.config import PROJECT_ROOT
-from engine.personas import load_personas
+from ui.personas import load_personas
 from engine.prompt import RenderedPrompt, render_prompt
 
 NEW_TOKENS = 128

@@ -1,9 +1,9 @@
-"""The chat engine: one vLLM `AsyncLLM` driven by one worker thread, streaming text deltas.
+"""The in-process chat engine: one vLLM `AsyncLLM` driven by one worker thread, streaming `engine.api` events.
 
-`ChatEngine.load` starts a thread with its own asyncio loop and builds vLLM's
+`VllmEngine.load` starts a thread with its own asyncio loop and builds vLLM's
 `AsyncLLM` on it (vLLM starts its engine-core process, which runs the model, from there). Every reply of every
 session is a request on that one loop, so vLLM batches concurrent replies; callers on any other loop
-(Chainlit's) receive text deltas through a `Channel` and never block. Speaks messages, sampling
+(Chainlit's) receive immutable events through a `Channel` and never block. Speaks messages, sampling
 settings, text and measured statistics; knows nothing of Chainlit.
 """
 
@@ -18,7 +18,8 @@ import os
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from contextlib import aclosing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, AsyncIterator, Coroutine, TypeVar
 
@@ -30,11 +31,12 @@ from vllm.sampling_params import RequestOutputKind
 from vllm.utils.ompmultiprocessing import OMPProcessManager
 from vllm.v1.engine.async_llm import AsyncLLM
 
+from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
 from engine.bridge import Channel
 from engine.config import Settings
-from engine.errors import EngineUnavailableError, ModelLoadError
+from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
 from engine.hardware import resolve_dtype
-from engine.metrics import SchedulerSnapshot, SchedulerWatch
+from engine.metrics import SchedulerWatch
 from engine.prompt import Message, RenderedPrompt, render_prompt
 from engine.quantize import weight_format
 from engine.sizing import KV_BLOCK_TOKENS, kv_cache_budget
@@ -42,40 +44,6 @@ from engine.sizing import KV_BLOCK_TOKENS, kv_cache_budget
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 TCMALLOC = ctypes.util.find_library("tcmalloc_minimal")  # Debian's libtcmalloc-minimal4, if installed
-
-
-@dataclass(frozen=True)
-class Sampling:
-    temperature: float
-    top_p: float
-    max_new_tokens: int
-    top_k: int = 0  # 0 = off
-    repetition_penalty: float = 1.0  # 1 = off
-    ignore_eos: bool = False  # benchmarks and tests generate an exact count
-
-
-@dataclass
-class ReplyStats:
-    """Measured with `time.perf_counter()` around engine events; token counts from the engine's output."""
-
-    prompt_tokens: int
-    generated_tokens: int = 0
-    started: float = 0.0  # set when the request is submitted
-    first_token_at: float | None = None
-    last_token_at: float | None = None
-    finish_reason: str | None = None  # "stop", "length" or "abort"
-
-    @property
-    def time_to_first_token(self) -> float | None:
-        return None if self.first_token_at is None else self.first_token_at - self.started
-
-    @property
-    def decode_tokens_per_second(self) -> float | None:
-        """Tokens after the first, over the time from the first to the last token."""
-        if self.first_token_at is None or self.last_token_at is None or self.generated_tokens < 2:
-            return None
-        elapsed = self.last_token_at - self.first_token_at
-        return (self.generated_tokens - 1) / elapsed if elapsed > 0 else None
 
 
 def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
@@ -122,8 +90,8 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
     }
 
 
-class ChatEngine:
-    """One process-wide engine. Build it with `ChatEngine.load`; share it between all chat sessions."""
+class VllmEngine:
+    """One process-wide engine. Build it with `VllmEngine.load`; share it between all chat sessions."""
 
     def __init__(self, settings: Settings, model: Path, tokenizer: PreTrainedTokenizerBase, llm: AsyncLLM,
                  watch: SchedulerWatch, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
@@ -141,7 +109,7 @@ class ChatEngine:
         self._request_ids = itertools.count()
 
     @classmethod
-    def load(cls, settings: Settings, model: Path) -> ChatEngine:
+    def load(cls, settings: Settings, model: Path) -> VllmEngine:
         """Start the engine thread and build vLLM on it for the model folder `model` (checked by
         `engine.preflight`). Blocks until ready."""
         started = time.perf_counter()
@@ -192,7 +160,7 @@ class ChatEngine:
         sampling = Sampling(0.7, 0.8, 2, top_k=20, repetition_penalty=1.05)
 
         async def run() -> None:
-            async for _ in self.stream_reply(prompt, sampling, ReplyStats(len(prompt.token_ids))):
+            async for _ in self.stream_reply(prompt, sampling):
                 pass
 
         asyncio.run_coroutine_threadsafe(run(), self._loop).result()
@@ -207,6 +175,18 @@ class ChatEngine:
             template_options={"enable_thinking": self.settings.enable_thinking},
         )
 
+    async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
+        """`engine.api.ChatEngine.reply`: the prompt, rendered on a worker thread, then `stream_reply`."""
+        try:
+            prompt = await asyncio.to_thread(self.render, system_prompt, history, sampling.max_new_tokens)
+        except MessageTooLongError as error:
+            yield Refused(str(error))
+            return
+        yield prompt
+        async with aclosing(self.stream_reply(prompt, sampling)) as events:  # closed, and so aborted, with this one
+            async for event in events:
+                yield event
+
     def _submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
         if self._llm.errored or not self._thread.is_alive():
             coroutine.close()
@@ -215,22 +195,20 @@ class ChatEngine:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     async def _generate(self, prompt: RenderedPrompt, params: SamplingParams, request_id: str,
-                        channel: Channel[str], stats: ReplyStats) -> None:
-        """Runs on the engine thread: feed every text delta of one request into `channel`."""
+                        channel: Channel[TextDelta | Finished], started: float) -> None:
+        """Runs on the engine thread: one event per engine output of one request into `channel`."""
+        stats = ReplyStats(prompt_tokens=len(prompt.token_ids), started=started)
         try:
             async for output in self._llm.generate(tokens_input(prompt.token_ids, prompt=prompt.text),
                                                    params, request_id=request_id):
                 completion = output.outputs[0]
                 now = time.perf_counter()
+                stats = replace(stats, finish_reason=completion.finish_reason)
                 if completion.token_ids:
-                    stats.first_token_at = stats.first_token_at or now
-                    stats.last_token_at = now
-                    stats.generated_tokens += len(completion.token_ids)
-                stats.finish_reason = completion.finish_reason
-                if completion.text:
-                    channel.put(completion.text)
+                    stats = replace(stats, first_token_at=stats.first_token_at or now, last_token_at=now,
+                                    generated_tokens=stats.generated_tokens + len(completion.token_ids))
+                    channel.put(TextDelta(completion.text, stats, token_ids=tuple(completion.token_ids)))
         except asyncio.CancelledError:
-            stats.finish_reason = "abort"
             # Wakes a consumer that is still waiting (an engine shutdown rather than a stop button).
             channel.close(EngineUnavailableError("The reply was cancelled because the engine is stopping."))
             raise
@@ -239,13 +217,12 @@ class ChatEngine:
                 f"模型引擎出错，正在自动重启，请稍后再问。 The model engine failed while answering ({error}); it is "
                 "restarting, please ask again in a moment."))
             raise
+        channel.put(Finished(stats))
         channel.close()
 
-    async def stream_reply(self, prompt: RenderedPrompt, sampling: Sampling, stats: ReplyStats) -> AsyncIterator[str]:
-        """Yield the reply's text deltas as the engine produces them; filling `stats` as it goes.
-
-        Leaving the loop early (a stop button, a cancelled task) aborts the engine request.
-        """
+    async def stream_reply(self, prompt: RenderedPrompt, sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
+        """The reply's text deltas as the engine produces them (those that arrived together as one), then
+        `Finished`. Leaving the loop early (a stop button, a cancelled task) aborts the engine request."""
         params = SamplingParams(
             temperature=sampling.temperature,
             top_p=sampling.top_p,
@@ -255,21 +232,30 @@ class ChatEngine:
             ignore_eos=sampling.ignore_eos,
             output_kind=RequestOutputKind.DELTA,
         )
-        channel: Channel[str] = Channel(asyncio.get_running_loop())
+        channel: Channel[TextDelta | Finished] = Channel(asyncio.get_running_loop())
         request_id = f"chat-{next(self._request_ids)}"
-        stats.started = time.perf_counter()
-        job = self._submit(self._generate(prompt, params, request_id, channel, stats))
+        job = self._submit(self._generate(prompt, params, request_id, channel, time.perf_counter()))
         ended = False
         try:
-            async for texts in channel:
-                yield "".join(texts)
+            async for events in channel:
+                deltas = [event for event in events if isinstance(event, TextDelta)]
+                if deltas:
+                    yield TextDelta("".join(delta.text for delta in deltas), deltas[-1].stats,
+                                    token_ids=tuple(token for delta in deltas for token in delta.token_ids))
+                if isinstance(events[-1], Finished):
+                    yield events[-1]
             ended = True
         finally:
             if not ended and not job.done():
                 # Cancelling the engine-side task makes AsyncLLM abort the request in the engine core.
                 job.cancel()
-                stats.finish_reason = "abort"
-                log.info("Request %s aborted after %d tokens", request_id, stats.generated_tokens)
+                log.info("Request %s aborted", request_id)
+
+    def state(self) -> EngineState:
+        """The model, how it runs, and vLLM's latest report of requests running and waiting and KV-cache use."""
+        scheduler = self._watch.latest
+        return EngineState(self.model_name, self.weight_format, self.dtype, self.settings.threads or "auto",
+                           self.settings.max_model_len, scheduler.running, scheduler.waiting, scheduler.kv_cache_usage)
 
     def is_alive(self) -> bool:
         """False once vLLM's engine process has died (killed, out of memory) or was shut down."""
@@ -277,10 +263,6 @@ class ChatEngine:
 
     def running_requests(self) -> int:
         return self._llm.get_num_unfinished_requests()
-
-    def scheduler(self) -> SchedulerSnapshot:
-        """vLLM's latest report of requests running and waiting and of KV-cache usage."""
-        return self._watch.latest
 
     def shutdown(self) -> None:
         """Stop vLLM's processes and the engine thread. Safe to call more than once."""

@@ -6,7 +6,9 @@ while the model loads; `wait_for_engine` lets any session await it; `is_ready` t
 say it is loading. A watchdog checks the engine every second: if vLLM's processes die (a killed engine process,
 the kernel's out-of-memory killer), replies in flight end with a message, the dead engine's processes
 are shut down and a new engine is loaded with the same settings, while visitors are told it is loading.
-Tests hand in their own loader (a fake or a tiny real engine) through `start_engine`.
+Which engine it is comes from `BACKEND`: the in-process vLLM engine, unless a launcher puts another one
+there before the app is imported (`tests/fake_app.py` puts the handler tests' fake). vLLM is imported only
+when the in-process engine is prepared or loaded.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import logging
 import threading
 import time
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine.chat_engine import ChatEngine
+from engine.api import ChatEngine
 from engine.config import Settings
 
 log = logging.getLogger(__name__)
@@ -32,15 +35,47 @@ _stopping = threading.Event()  # set at shutdown: an engine that stops then is n
 _restarts = 0  # engines rebuilt after their processes died
 
 
-def start_engine(settings: Settings, model: Path,
-                 loader: Callable[[Settings, Path], ChatEngine] = ChatEngine.load) -> None:
+@dataclass(frozen=True)
+class Backend:
+    """How this process gets its engine. `prepare` checks the settings and finds the model folder, raising
+    `ChatError` with what to do (the app calls it at import, so a bad configuration stops it with one line);
+    `load` builds the engine, blocking until it is ready (on a background thread)."""
+
+    prepare: Callable[[Settings], Path]
+    load: Callable[[Settings, Path], ChatEngine]
+
+
+def _prepare_in_process(settings: Settings) -> Path:
+    from engine.model_source import resolve_model
+    from engine.preflight import check_model
+
+    model = resolve_model(settings.model, settings.cache_dir, prepare=False, weights=settings.weights)
+    check_model(model, settings)
+    return model
+
+
+def _load_in_process(settings: Settings, model: Path) -> ChatEngine:
+    from engine.chat_engine import VllmEngine
+
+    return VllmEngine.load(settings, model)
+
+
+BACKEND = Backend(_prepare_in_process, _load_in_process)
+
+
+def prepare(settings: Settings) -> Path:
+    """The model folder for `settings`, checked; raises `ChatError` with the reason otherwise."""
+    return BACKEND.prepare(settings)
+
+
+def start_engine(settings: Settings, model: Path) -> None:
     """Start loading the process-wide engine for the model folder `model` on a background thread,
     and the watchdog that rebuilds it if it dies; later calls do nothing."""
     global _build
     with _lock:
         if _engine is not None:
             return
-        _build = functools.partial(loader, settings, model)
+        _build = functools.partial(BACKEND.load, settings, model)
         _load(_build)
     threading.Thread(target=_watch, name="engine-watchdog", daemon=True).start()
 

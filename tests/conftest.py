@@ -52,12 +52,12 @@ def tiny_tokenizer(tiny_model_dir: Path):
 
 @pytest.fixture(scope="session")
 def engine(tiny_model_dir: Path):
-    from engine.chat_engine import ChatEngine
+    from engine.chat_engine import VllmEngine
     from engine.config import load_settings
 
     settings = load_settings({"CHAT_MODEL": str(tiny_model_dir), "CHAT_KV_CACHE_GIB": "1",
                               "CHAT_MAX_MODEL_LEN": "2048"})
-    chat_engine = ChatEngine.load(settings, tiny_model_dir)
+    chat_engine = VllmEngine.load(settings, tiny_model_dir)
     yield chat_engine
     chat_engine.shutdown()
 
@@ -75,6 +75,14 @@ class RunningApp(AppProcess):
 
     def __init__(self, model: Path | str, log_path: Path, **env: str) -> None:
         super().__init__(model, log_path, **{"CHAT_KV_CACHE_GIB": "1", **env})
+
+
+class FakeApp(AppProcess):
+    """The real app on the scripted engine of `tests/fake_engine.py` (`tests/fake_app.py`): no vLLM, no model,
+    ready in seconds."""
+
+    def __init__(self, log_path: Path, **env: str) -> None:
+        super().__init__("", log_path, command="tests.fake_app", **env)
 
 
 @pytest.fixture(scope="session")

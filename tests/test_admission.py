@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from engine.admission import ReplyGate
+from web.admission import ReplyGate
 
 pytestmark = pytest.mark.fast
 

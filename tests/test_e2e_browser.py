@@ -166,7 +166,7 @@ new MutationObserver(() => window.statHistory.push({READ_STATS}))
 def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, demo_model_dir):
     from transformers import AutoTokenizer
 
-    from engine.personas import load_personas
+    from ui.personas import load_personas
     from tests.conftest import ROOT
 
     page = open_chat(browser, demo_app, RECORD_STATS)

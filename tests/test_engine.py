@@ -1,22 +1,24 @@
-"""The real vLLM engine on the tiny model: streaming, limits, determinism, abort, a free event loop."""
+"""The real vLLM engine on the tiny model through `engine.api`'s door: the prompt first, streaming, limits,
+determinism, refusal, abort, a free event loop."""
 
 import asyncio
 import time
 
-from engine.chat_engine import ReplyStats, Sampling
+from engine.api import Finished, Refused, Sampling, TextDelta
+from engine.prompt import RenderedPrompt
 
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=64)
 SPECIAL = ("<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>")
 
 
 async def _collect(engine, question="推荐三个广州的景点", sampling=GREEDY):
-    prompt = engine.render("你是导游", [{"role": "user", "content": question}], sampling.max_new_tokens)
-    stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
-    deltas, times = [], []
-    async for text in engine.stream_reply(prompt, sampling, stats):
-        deltas.append(text)
-        times.append(time.perf_counter())
-    return deltas, times, stats
+    """The reply's text deltas, when each arrived, and the statistics of its `Finished` event."""
+    events = [event async for event in engine.reply("你是导游", [{"role": "user", "content": question}], sampling)]
+    assert isinstance(events[0], RenderedPrompt) and isinstance(events[-1], Finished)
+    deltas = events[1:-1]
+    assert all(isinstance(delta, TextDelta) for delta in deltas)
+    assert sum(len(delta.token_ids) for delta in deltas) == events[-1].stats.generated_tokens
+    return [delta.text for delta in deltas], [delta.stats.last_token_at for delta in deltas], events[-1].stats
 
 
 async def test_deltas_arrive_incrementally(engine):
@@ -57,16 +59,21 @@ async def test_special_tokens_never_reach_the_text(engine):
         assert not any(token in text for token in SPECIAL), text
 
 
+async def test_a_message_too_long_is_refused_before_anything_runs(engine):
+    stream = engine.reply("你是导游", [{"role": "user", "content": "广州" * 3000}], GREEDY)
+    refusal = await anext(stream)
+    assert isinstance(refusal, Refused) and "too long" in refusal.message
+    assert [event async for event in stream] == []
+
+
 async def test_leaving_the_stream_aborts_the_request(engine):
-    prompt = engine.render("你是导游", [{"role": "user", "content": "你好"}], 1500)
-    stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
-    stream = engine.stream_reply(prompt, Sampling(0.0, 1.0, 1500, ignore_eos=True), stats)
-    async for _ in stream:
-        if stats.generated_tokens >= 10:
+    stream = engine.reply("你是导游", [{"role": "user", "content": "你好"}], Sampling(0.0, 1.0, 1500, ignore_eos=True))
+    async for event in stream:
+        if not isinstance(event, RenderedPrompt) and event.stats.generated_tokens >= 10:
             break
     await stream.aclose()
     assert await _eventually(lambda: engine.running_requests() == 0)
-    assert stats.finish_reason == "abort" and stats.generated_tokens < 1500
+    assert event.stats.generated_tokens < 1500
 
 
 async def test_cancelled_task_aborts_the_request(engine):
@@ -75,7 +82,7 @@ async def test_cancelled_task_aborts_the_request(engine):
     task.cancel()
     started = time.perf_counter()
     # Gone from vLLM's own books within a second: its request count and its scheduler's report.
-    assert await _eventually(lambda: engine.running_requests() == 0 and engine.scheduler().running == 0)
+    assert await _eventually(lambda: engine.running_requests() == 0 and engine.state().running == 0)
     assert time.perf_counter() - started < 1
 
 
@@ -109,14 +116,13 @@ async def _eventually(condition, timeout=5.0) -> bool:
 
 
 async def test_scheduler_reports_running_requests_and_kv_cache_use(engine):
-    prompt = engine.render("你是导游", [{"role": "user", "content": "你好"}], 1500)
-    stream = engine.stream_reply(prompt, Sampling(0.0, 1.0, 1500, ignore_eos=True), ReplyStats(len(prompt.token_ids)))
-    count = 0
-    async for _ in stream:
-        count += 1
-        if count == 100:
-            during = engine.scheduler()
-    await asyncio.sleep(0.2)
-    after = engine.scheduler()
+    stream = engine.reply("你是导游", [{"role": "user", "content": "你好"}], Sampling(0.0, 1.0, 1500, ignore_eos=True))
+    async for event in stream:
+        if isinstance(event, TextDelta) and event.stats.generated_tokens >= 100:
+            during = engine.state()
+            break
+    await stream.aclose()
+    assert await _eventually(lambda: engine.state().running == 0)
+    after = engine.state()
     assert during.running == 1 and during.waiting == 0 and during.kv_cache_usage > 0
-    assert after.running == 0 and after.kv_cache_usage == 0 and after.at > during.at
+    assert after.kv_cache_usage == 0

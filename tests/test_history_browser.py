@@ -15,7 +15,7 @@ import time
 import pytest
 
 from engine.config import PROJECT_ROOT
-from engine.personas import load_personas
+from ui.personas import load_personas
 from engine.users import UsersFile
 from tests.browser import REPLY, ask_and_wait, open_chat, set_option, socket_events, wait_until
 from tests.conftest import ARTIFACTS, ROOT, RunningApp

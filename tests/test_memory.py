@@ -3,15 +3,14 @@
 import subprocess
 import sys
 import time
-from types import SimpleNamespace
 
 import psutil
 import pytest
 
-import engine.memory as memory
+import web.memory as memory
+from engine.api import EngineState
 from engine.errors import MemoryLowError
-from engine.memory import GIB, MemoryGuard, MemoryMonitor, MemoryReading, tree_pss
-from engine.metrics import SchedulerSnapshot
+from web.memory import GIB, MemoryGuard, MemoryMonitor, MemoryReading, tree_pss
 from tests.conftest import smaps_rollup_pss
 
 
@@ -61,8 +60,7 @@ def test_guard_refuses_new_replies_while_memory_is_low_and_resumes_by_itself():
 def test_sidebar_shows_the_warning_when_memory_is_low():
     from ui.dashboard import panel_props
 
-    engine = SimpleNamespace(scheduler=lambda: SchedulerSnapshot(1, 2, 0.25, 1.0), model_name="m", dtype="bfloat16",
-                             weight_format="int8", settings=SimpleNamespace(threads=0, max_model_len=4096))
+    engine = EngineState("m", "int8", "bfloat16", "auto", 4096, running=1, waiting=2, kv_cache_usage=0.25)
     guard = MemoryGuard(2 * GIB)
     low = panel_props(engine, MemoryReading(GIB, 7 * GIB, GIB, 8 * GIB), guard, None, streaming=False)
     assert low["memory"]["low"] and low["memory"]["available_mib"] == 1024

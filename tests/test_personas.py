@@ -6,7 +6,7 @@ import pytest
 
 from engine.config import PROJECT_ROOT
 from engine.errors import PersonaError
-from engine.personas import load_personas
+from ui.personas import load_personas
 
 pytestmark = pytest.mark.fast
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import chainlit as cl
 
-from engine.chat_engine import Sampling
+from engine.api import Sampling
 from engine.config import Settings
 
 

@@ -3,7 +3,8 @@ each reply (`public/elements/ReplyFooter.jsx`).
 
 `panel_props` turns measured figures into the sidebar's props (rounding only); `Dashboard` owns one
 session's sidebar element and refreshes it. Measuring is the engine's job: memory from
-`engine.memory`, queue and KV cache from vLLM's scheduler, reply timing from `ReplyStats`.
+`web.memory`, the model and its scheduler from the engine's `EngineState`, reply timing from the
+`ReplyStats` of the reply's events.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import time
 
 import chainlit as cl
 
-from engine.chat_engine import ChatEngine, ReplyStats
-from engine.memory import MIB, MemoryGuard, MemoryMonitor, MemoryReading
+from engine.api import ChatEngine, EngineState, ReplyStats
+from web.memory import MIB, MemoryGuard, MemoryMonitor, MemoryReading
 
 
-def panel_props(engine: ChatEngine, memory: MemoryReading, guard: MemoryGuard, reply: ReplyStats | None,
+def panel_props(engine: EngineState, memory: MemoryReading, guard: MemoryGuard, reply: ReplyStats | None,
                 streaming: bool) -> dict:
-    scheduler = engine.scheduler()
     return {
         "memory": {
             "app_mib": round(memory.app_pss / MIB),
@@ -36,14 +36,14 @@ def panel_props(engine: ChatEngine, memory: MemoryReading, guard: MemoryGuard, r
             "generated_tokens": reply.generated_tokens,
         },
         "engine": {
-            "running": scheduler.running,
-            "waiting": scheduler.waiting,
-            "kv_cache_percent": _round(100 * scheduler.kv_cache_usage, 1),
-            "model": engine.model_name,
-            "weights": engine.weight_format,
+            "running": engine.running,
+            "waiting": engine.waiting,
+            "kv_cache_percent": _round(100 * engine.kv_cache_usage, 1),
+            "model": engine.model,
+            "weights": engine.weights,
             "dtype": engine.dtype,
-            "threads": engine.settings.threads or "auto",
-            "context": engine.settings.max_model_len,
+            "threads": engine.threads,
+            "context": engine.context,
         },
         "updated": time.strftime("%H:%M:%S"),
     }
@@ -62,7 +62,8 @@ TITLE = "运行状态 Live stats"
 
 
 class Dashboard:
-    """One session's sidebar. `refresh` re-measures and re-sends it; `follow` does so while a reply streams."""
+    """One session's sidebar. `refresh` re-measures and re-sends it; `follow` does so while a reply streams,
+    showing `last_reply`, which the reply's handler sets from each event (both on Chainlit's loop)."""
 
     def __init__(self, guard: MemoryGuard, monitor: MemoryMonitor, interval: float) -> None:
         self._guard = guard
@@ -73,7 +74,7 @@ class Dashboard:
 
     async def refresh(self, engine: ChatEngine, streaming: bool = False) -> None:
         memory = await asyncio.to_thread(self._monitor.read)
-        props = panel_props(engine, memory, self._guard, self.last_reply, streaming)
+        props = panel_props(engine.state(), memory, self._guard, self.last_reply, streaming)
         if self._element is None:
             self._element = cl.CustomElement(name="StatsPanel", props=props, display="side")
             await cl.ElementSidebar.set_elements([self._element])
@@ -85,9 +86,8 @@ class Dashboard:
         # Chainlit's sidebar falls back to the element's name as its title after an element update.
         await cl.ElementSidebar.set_title(TITLE)
 
-    async def follow(self, engine: ChatEngine, reply: ReplyStats) -> None:
+    async def follow(self, engine: ChatEngine) -> None:
         """Refresh every `interval` seconds until cancelled (when the reply ends)."""
-        self.last_reply = reply
         while True:
             await self.refresh(engine, streaming=True)
             await asyncio.sleep(self._interval)

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, disable_cre
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from engine.chat_engine import ReplyStats
+from engine.api import ReplyStats
 
 disable_created_metrics()  # no *_created series beside every counter: monitoring needs none of them
 REGISTRY = CollectorRegistry()

@@ -1,0 +1,104 @@
+"""The one door to a chat engine: what the app gives it, what it gets back, and what it can read.
+
+The app hands an engine a persona's system prompt, the conversation and the sampling settings, and reads
+an async stream of events: first the rendered prompt (or a refusal, before anything is kept), then text
+deltas, then one `Finished` with the reply's measured statistics. Every event is an immutable value, so
+nothing mutable is shared between the engine's thread and the app's event loop. Implementations: the
+in-process vLLM engine (`engine.chat_engine`) and the scripted fake the handler tests use
+(`tests/fake_engine.py`). No vLLM here: the fake runs without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import AsyncIterator, Literal, Protocol
+
+from engine.prompt import Message, RenderedPrompt
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    top_k: int = 0  # 0 = off
+    repetition_penalty: float = 1.0  # 1 = off
+    ignore_eos: bool = False  # benchmarks and tests generate an exact count
+
+
+@dataclass(frozen=True)
+class ReplyStats:
+    """Measured with `time.perf_counter()` around engine events; token counts from the engine's output."""
+
+    prompt_tokens: int
+    generated_tokens: int = 0
+    started: float = 0.0  # when the request was submitted
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+    finish_reason: str | None = None  # "stop", "length" or "abort"
+
+    @property
+    def time_to_first_token(self) -> float | None:
+        return None if self.first_token_at is None else self.first_token_at - self.started
+
+    @property
+    def decode_tokens_per_second(self) -> float | None:
+        """Tokens after the first, over the time from the first to the last token."""
+        if self.first_token_at is None or self.last_token_at is None or self.generated_tokens < 2:
+            return None
+        elapsed = self.last_token_at - self.first_token_at
+        return (self.generated_tokens - 1) / elapsed if elapsed > 0 else None
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The reply cannot start (the message does not fit the context); nothing should be kept."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """New text of the reply, with the statistics as of its last token."""
+
+    text: str
+    stats: ReplyStats
+    kind: Literal["answer", "thinking"] = "answer"
+    token_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finished:
+    stats: ReplyStats
+
+
+ReplyEvent = RenderedPrompt | Refused | TextDelta | Finished
+
+
+@dataclass(frozen=True)
+class EngineState:
+    """What the sidebar shows of an engine: the model, how it runs, and its scheduler's latest report."""
+
+    model: str
+    weights: str  # "int8", or the dtype every weight runs in
+    dtype: str
+    threads: int | str  # "auto" when the engine chose
+    context: int
+    running: int = 0
+    waiting: int = 0
+    kv_cache_usage: float = 0.0  # 0..1
+
+
+class ChatEngine(Protocol):
+    model_name: str
+
+    def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
+        """The events of one reply. The prompt is rendered (old turns dropped to fit) off the caller's event
+        loop; the request starts when the event after the prompt is asked for. Raises `ChatError` if the
+        engine fails mid-reply; leaving the stream early (a stop button) aborts the request."""
+
+    def state(self) -> EngineState: ...
+
+    def is_alive(self) -> bool: ...
+
+    def shutdown(self) -> None: ...

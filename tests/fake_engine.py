@@ -1,0 +1,92 @@
+"""A scripted chat engine for the handler tests: `engine.api`'s door, without vLLM or a model.
+
+Prompts go through the real `engine.prompt.render_prompt` with a stand-in tokenizer (one token per
+character, Qwen's chat markup), so old turns are dropped and a message too long is refused as the real
+engine does. The reply is a script, not a model's:
+- it starts with how many messages it was given, `[N messages]`, so a test can tell what the app kept;
+- then words `w1 w2 ...` up to the reply budget, one every `TOKEN_SECONDS` whether or not the app keeps up
+  (the words due since the app last asked arrive as one delta, as the real engine's do);
+- a question containing `[fail]` ends after three words with the engine-fault error a dead engine gives.
+Its statistics are measured like the real engine's: times of its own tokens, counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
+from engine.config import Settings
+from engine.errors import EngineUnavailableError, MessageTooLongError
+from engine.prompt import Message, render_prompt
+
+log = logging.getLogger(__name__)
+TOKEN_SECONDS = 0.02
+FAIL = "[fail]"
+
+
+class CharacterTokenizer:
+    """One token per character, under Qwen's chat markup."""
+
+    def apply_chat_template(self, conversation: list[dict[str, str]], **options: Any) -> str:
+        turns = "".join(f"<|im_start|>{turn['role']}\n{turn['content']}<|im_end|>\n" for turn in conversation)
+        return turns + "<|im_start|>assistant\n"
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return [ord(character) for character in text]
+
+
+class FakeEngine:
+    model_name = "scripted-fake"
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._running = 0
+
+    @classmethod
+    def load(cls, settings: Settings, model: Path) -> FakeEngine:
+        engine = cls(settings)
+        log.info("Engine ready: %s (tests/fake_engine.py), in 0.0 s", engine.model_name)
+        return engine
+
+    async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
+        try:
+            prompt = await asyncio.to_thread(render_prompt, CharacterTokenizer(), system_prompt, history,
+                                             self._settings.max_model_len - sampling.max_new_tokens)
+        except MessageTooLongError as error:
+            yield Refused(str(error))
+            return
+        yield prompt
+        words = [f"[{len(history)} messages]", *(f" w{index}" for index in range(1, sampling.max_new_tokens))]
+        last = 3 if FAIL in history[-1]["content"] else len(words)  # words said before the scripted fault
+        started = time.perf_counter()
+        stats = ReplyStats(prompt_tokens=len(prompt.token_ids), started=started)
+        self._running += 1
+        try:
+            while stats.generated_tokens < len(words):
+                if stats.generated_tokens == last:
+                    raise EngineUnavailableError("模型引擎出错，正在自动重启，请稍后再问。 The model engine failed while "
+                                                 "answering (scripted fault); it is restarting, please ask again in a "
+                                                 "moment.")
+                said = stats.generated_tokens
+                await asyncio.sleep(max(0.0, started + (said + 1) * TOKEN_SECONDS - time.perf_counter()))
+                due = min(last, int((time.perf_counter() - started) / TOKEN_SECONDS))
+                stats = replace(stats, generated_tokens=due, first_token_at=started + TOKEN_SECONDS,
+                                last_token_at=started + due * TOKEN_SECONDS)
+                yield TextDelta("".join(words[said:due]), stats, token_ids=tuple(range(said, due)))
+            yield Finished(replace(stats, finish_reason="length"))
+        finally:
+            self._running -= 1
+
+    def state(self) -> EngineState:
+        return EngineState(self.model_name, "scripted", "none", 1, self._settings.max_model_len, self._running)
+
+    def is_alive(self) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        pass

@@ -1,0 +1,150 @@
+"""The chat handlers' logic, in seconds: the real app (`chainlit run app.py`) over its real sockets, on the
+scripted engine of `tests/fake_engine.py` instead of vLLM (started by `tests/fake_app.py`).
+
+Each fake reply starts with `[N messages]`, the number of messages the app sent the engine, so a test reads
+from the next reply what the conversation kept. One reply at a time (CHAT_MAX_CONCURRENT_REPLIES=1), so the
+line has a second place to show.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import pytest
+
+from bench.ui_path import ChatClient
+from tests.conftest import ARTIFACTS, FakeApp
+from tests.fake_engine import FAIL
+
+pytestmark = pytest.mark.fast
+REPLY_TOKENS = 50  # a second of words at the fake's pace
+
+
+@pytest.fixture(scope="module")
+def fake_app():
+    ARTIFACTS.mkdir(exist_ok=True)
+    running = FakeApp(ARTIFACTS / "app-fake.log", CHAT_MAX_NEW_TOKENS=str(REPLY_TOKENS),
+                      CHAT_MAX_CONCURRENT_REPLIES="1", CHAT_MAX_MODEL_LEN="2048")
+    running.wait_until_ready(timeout=60)
+    yield running
+    running.stop()
+
+
+class Visitor(ChatClient):
+    """A chat over the socket that keeps every event and the text of each reply."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.events: list[tuple[str, dict]] = []
+
+    async def _on_event(self, event: str, data=None) -> None:
+        self.events.append((event, data))
+        if event == "stream_start":  # Chainlit sends a streamed message's first delta with its start
+            self.text += data["output"]
+        await super()._on_event(event, data)
+
+    async def ask_and_wait(self, question: str) -> str:
+        """The reply's whole text, once its footer arrived."""
+        self.text = ""
+        self.done.clear()
+        await self.ask(question)
+        await asyncio.wait_for(self.done.wait(), 30)
+        return self.text
+
+    def errors(self) -> list[str]:
+        return [data["output"] for event, data in self.events if event == "new_message" and data.get("isError")]
+
+    def said(self, pattern: str) -> bool:
+        return any(event == "new_message" and re.search(pattern, data.get("output", "")) for event, data in self.events)
+
+
+async def visit(app: FakeApp) -> Visitor:
+    visitor = Visitor(app.url)
+    await visitor.connect()
+    return visitor
+
+
+async def until(condition, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_each_reply_sees_the_conversation_so_far(fake_app):
+    visitor = await visit(fake_app)
+    first = await visitor.ask_and_wait("你好")
+    assert first.startswith("[1 messages] w1 w2") and first.endswith(f" w{REPLY_TOKENS - 1}")
+    assert (await visitor.ask_and_wait("再说一遍")).startswith("[3 messages]")
+    await visitor.socket.disconnect()
+
+
+async def test_stop_keeps_the_partial_reply(fake_app):
+    visitor = await visit(fake_app)
+    await visitor.ask("讲一个很长的故事")
+    await until(lambda: " w10" in visitor.text)
+    started = time.monotonic()
+    await visitor.socket.emit("stop")
+    await asyncio.wait_for(visitor.done.wait(), 5)  # the stopped reply gets its footer
+    assert time.monotonic() - started < 2
+    kept = visitor.text
+    assert f" w{REPLY_TOKENS - 1}" not in kept
+    assert re.search(r"\d+ generated, .*, abort, sidebar on", fake_app.log())
+    assert (await visitor.ask_and_wait("继续")).startswith("[3 messages]")  # the partial reply is in the history
+    await visitor.socket.disconnect()
+
+
+async def test_a_message_too_long_is_refused_and_not_kept(fake_app):
+    visitor = await visit(fake_app)
+    await visitor.ask("长" * 3000)
+    await until(lambda: visitor.errors())
+    assert "too long" in visitor.errors()[0] and visitor.text == ""
+    assert (await visitor.ask_and_wait("短一点")).startswith("[1 messages]")
+    await visitor.socket.disconnect()
+
+
+async def test_an_engine_fault_ends_the_reply_with_a_message_and_keeps_what_was_said(fake_app):
+    visitor = await visit(fake_app)
+    said = await visitor.ask_and_wait(f"{FAIL} 你好")
+    assert said == "[1 messages] w1 w2"
+    assert "模型引擎出错" in visitor.errors()[0] and "ask again" in visitor.errors()[0]
+    assert (await visitor.ask_and_wait("你好")).startswith("[3 messages]")
+    await visitor.socket.disconnect()
+
+
+async def test_the_second_visitor_waits_in_line_with_a_notice(fake_app):
+    first, second = await visit(fake_app), await visit(fake_app)
+    await first.ask("你好")
+    await until(lambda: first.text)
+    second_reply = asyncio.create_task(second.ask_and_wait("我也想问"))
+    await until(lambda: second.said("排队中：您前面还有 0 位"))
+    assert not first.done.is_set()  # the notice came while the first reply was still streaming
+    assert (await second_reply).startswith("[1 messages]")
+    # The notice went when its turn came.
+    assert any(event == "delete_message" and "排队中" in data["output"] for event, data in second.events)
+    await asyncio.gather(first.socket.disconnect(), second.socket.disconnect())
+
+
+async def test_a_setting_out_of_range_is_refused_and_the_old_value_kept(fake_app):
+    visitor = await visit(fake_app)
+    await visitor.socket.emit("chat_settings_change", {"temperature": 9, "top_p": 0.5})
+    await until(lambda: visitor.errors())
+    assert "9 is outside 0–2; 0.7 is kept" in visitor.errors()[0]
+    await visitor.ask_and_wait("你好")
+    assert fake_app.reply_stats()[-1].startswith("Reply: temperature 0.7, top_p 0.5,")
+    await visitor.socket.disconnect()
+
+
+async def test_the_teaching_view_shows_the_prompt_the_engine_got(fake_app):
+    visitor = await visit(fake_app)
+    await visitor.ask_and_wait("第一个问题")
+    await visitor.socket.emit("chat_settings_change", {"teaching": True})
+    await visitor.ask_and_wait("第二个问题")
+    prompts = [data["output"] for event, data in visitor.events
+               if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt" and data["output"]]
+    assert "<|im_start|>user\n第一个问题<|im_end|>\n<|im_start|>assistant\n[1 messages] w1" in prompts[-1]
+    assert prompts[-1].rstrip("`\n").endswith("<|im_start|>user\n第二个问题<|im_end|>\n<|im_start|>assistant")
+    await visitor.socket.disconnect()
+
