@@ -36,9 +36,9 @@ class ChatClient:
         self.socket.on("*", self._on_event)
 
     async def _on_event(self, event: str, data=None) -> None:
-        if event == "stream_token":
+        if event in ("stream_start", "stream_token"):  # Chainlit sends a reply's first delta with its start
             self.token_times.append(time.perf_counter())
-            self.text += data["token"]
+            self.text += data["output"] if event == "stream_start" else data["token"]
         elif event in ("new_message", "update_message") and data.get("name") == "on_chat_start":
             self._chat_start_seen = True
         elif event == "new_message":

@@ -41,8 +41,6 @@ class Visitor(ChatClient):
 
     async def _on_event(self, event: str, data=None) -> None:
         self.events.append((event, data))
-        if event == "stream_start":  # Chainlit sends a streamed message's first delta with its start
-            self.text += data["output"]
         await super()._on_event(event, data)
 
     async def ask_and_wait(self, question: str) -> str:
