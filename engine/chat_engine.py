@@ -235,11 +235,12 @@ class VllmEngine:
         channel: Channel[TextDelta | Finished] = Channel(asyncio.get_running_loop())
         request_id = f"chat-{next(self._request_ids)}"
         job = self._submit(self._generate(prompt, params, request_id, channel, time.perf_counter()))
-        ended = False
+        ended, generated = False, 0
         try:
             async for events in channel:
                 deltas = [event for event in events if isinstance(event, TextDelta)]
                 if deltas:
+                    generated = deltas[-1].stats.generated_tokens
                     yield TextDelta("".join(delta.text for delta in deltas), deltas[-1].stats,
                                     token_ids=tuple(token for delta in deltas for token in delta.token_ids))
                 if isinstance(events[-1], Finished):
@@ -249,7 +250,7 @@ class VllmEngine:
             if not ended and not job.done():
                 # Cancelling the engine-side task makes AsyncLLM abort the request in the engine core.
                 job.cancel()
-                log.info("Request %s aborted", request_id)
+                log.info("Request %s aborted after %d tokens", request_id, generated)
 
     def state(self) -> EngineState:
         """The model, how it runs, and vLLM's latest report of requests running and waiting and KV-cache use."""
