@@ -1,8 +1,8 @@
 """`python -m bench [--quick] [--skip NAME ...]`: every system on the fixed workload, in one run on this machine.
 
 Measures the memory bandwidth and the decode ceilings it implies, the transformers baseline, this app's
-engine in bf16 and int8 at 1, 2, 4 and 8 chats, the full UI path at 1 and 8 chats, and llama.cpp when
-llama-cpp-python is installed; then writes results.json, chart.png and table.md. Each system runs in a
+engine in bf16 and int8 at 1, 2, 4 and 8 chats, the full UI path at 1 and 8 chats (with the weights the
+app serves on this CPU), and llama.cpp when llama-cpp-python is installed; then writes results.json, chart.png and table.md. Each system runs in a
 fresh process; this app's runs are repeated (5 times by default) and the median kept, the sequential
 baselines (minutes long, and steady) run once. Then the other benchmarks (`STAGES`, each `python -m
 bench.NAME` writing NAME.json beside them) unless skipped. `--quick` runs 1 and 2 chats once on the model
@@ -30,6 +30,7 @@ from bench.report import write_report
 from bench.ui_path import serve
 from bench.workload import CONCURRENCY, NEW_TOKENS, median_run
 from engine.config import PROJECT_ROOT, load_settings
+from engine.hardware import fast_int8, resolve_dtype
 from engine.demo_model import NAME as DEMO_NAME
 from web.memory import tree_pss
 
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     print("==> Memory bandwidth", flush=True)
     bandwidth = read_bandwidth()
     results = {"machine": machine(bandwidth), "model": model.name, "new_tokens": NEW_TOKENS, "quick": arguments.quick,
+               "dtype": resolve_dtype(settings.dtype),
                "ceilings": {fmt: bandwidth / bytes_per_token(folder) for fmt, folder in
                             (("bf16", model), ("int8", int8))}, "systems": {}}
     systems = results["systems"]
@@ -90,8 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"==> This app's engine, {fmt}, {concurrency} chats at once", flush=True)
         systems[f"engine_{fmt}"] = run_isolated("bench.engine_runs:run", model=str(folder), concurrency=concurrency,
                                                   repeats=repeats)
-    print(f"==> The full UI path (Chainlit app, int8), {ui_concurrency} chats at once", flush=True)
-    systems["ui_int8"] = ui_runs(int8, ui_concurrency, repeats, Path(scratch.name) / "app.log")
+    # The weights the app serves here by default (CHAT_WEIGHTS=auto): the demo in int8 only where the CPU computes
+    # int8 fast; a given model as given.
+    results["served"] = "int8" if not arguments.model and fast_int8() else "bf16"
+    print(f"==> The full UI path (Chainlit app, {results['served']}), {ui_concurrency} chats at once", flush=True)
+    systems["ui"] = ui_runs(int8 if results["served"] == "int8" else model, ui_concurrency, repeats,
+                            Path(scratch.name) / "app.log")
     if gguf and gguf.is_file() and importlib.util.find_spec("llama_cpp"):
         print("==> llama.cpp on the 4-bit GGUF, users one after another", flush=True)
         systems["llama_cpp_q4_sequential"] = run_isolated("bench.llama_ref:run", gguf=str(gguf),

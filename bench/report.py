@@ -13,13 +13,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file-only backend)
 
-LABELS = {
-    "transformers_bf16_sequential": "transformers bf16, one after another",
-    "llama_cpp_q4_sequential": "llama.cpp Q4_K_M, one after another",
-    "engine_bf16": "this app's engine, bf16",
-    "engine_int8": "this app's engine, int8",
-    "ui_int8": "full UI path (Chainlit), int8",
-}
+def labels(results: dict) -> dict[str, str]:
+    """Each system's line in the table and chart. The 16-bit weights run in the app's dtype for this CPU (float32
+    where it has no bfloat16); the UI path serves what the app serves here by default."""
+    served = "int8" if results["served"] == "int8" else f"bf16 weights in {results['dtype']}"
+    return {
+        "transformers_bf16_sequential": "transformers bf16, one after another",
+        "llama_cpp_q4_sequential": "llama.cpp Q4_K_M, one after another",
+        "engine_bf16": f"this app's engine, bf16 weights in {results['dtype']}",
+        "engine_int8": "this app's engine, int8",
+        "ui": f"full UI path (Chainlit), {served}",
+    }
 
 
 def run_at(system: dict, users: int) -> dict | None:
@@ -27,9 +31,10 @@ def run_at(system: dict, users: int) -> dict | None:
 
 
 def ratios(results: dict) -> dict:
-    """The goals: int8 engine against the baseline, llama.cpp and itself through the UI, at 1 and at most chats."""
+    """The goals: the engine with the weights the app serves here against the baseline, llama.cpp and itself
+    through the UI, at 1 and at most chats."""
     systems = results["systems"]
-    engine = systems["engine_int8"]
+    engine = systems[f"engine_{results['served']}"]
     most = max(run["users"] for run in engine["runs"])
     found = {
         "one_stream_vs_transformers": run_at(engine, 1)["per_user_tokens_per_s"]
@@ -42,7 +47,7 @@ def ratios(results: dict) -> dict:
         found[f"{most}_chats_vs_llama_cpp_sequential"] = (
             run_at(engine, most)["aggregate_tokens_per_s"]
             / run_at(systems["llama_cpp_q4_sequential"], most)["aggregate_tokens_per_s"])
-    for run in systems["ui_int8"]["runs"]:
+    for run in systems["ui"]["runs"]:
         found[f"ui_vs_engine_at_{run['users']}"] = (run["aggregate_tokens_per_s"]
                                                     / run_at(engine, run["users"])["aggregate_tokens_per_s"])
     return found
@@ -53,12 +58,13 @@ def table(results: dict) -> str:
     lines = [
         f"Measured on {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB, memory read "
         f"bandwidth {machine['read_bandwidth_gb_s']} GB/s; model {results['model']}; {results['new_tokens']} new "
-        "tokens per reply, greedy, all chats arriving together.",
+        f"tokens per reply, greedy, all chats arriving together. The app serves {results['served']} weights here "
+        "by default: the ratios are of that engine.",
         "",
         "| System | Chats | Tokens/s, all chats | Tokens/s per chat | First token p50 | p95 | Memory (PSS) |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for key, label in LABELS.items():
+    for key, label in labels(results).items():
         system = results["systems"].get(key)
         for run in system["runs"] if system else []:
             memory = f"{system['memory_bytes'] / 1024**3:.1f} GiB" if "memory_bytes" in system else "–"
@@ -74,11 +80,11 @@ def table(results: dict) -> str:
 
 def chart(results: dict, path: Path) -> None:
     figure, axes = plt.subplots(figsize=(8, 5), dpi=120)
-    for key, label in LABELS.items():
+    for key, label in labels(results).items():
         system = results["systems"].get(key)
         if system:
             users = [run["users"] for run in system["runs"]]
-            measured_between = key != "ui_int8"  # the UI path is measured at 1 and 8 chats only: no line between
+            measured_between = key != "ui"  # the UI path is measured at 1 and 8 chats only: no line between
             axes.plot(users, [run["aggregate_tokens_per_s"] for run in system["runs"]], marker="o" if measured_between
                       else "s", markersize=6 if measured_between else 8, linestyle="-" if measured_between else "none",
                       label=label)

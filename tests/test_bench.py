@@ -18,7 +18,8 @@ def test_the_quick_benchmark_measures_every_system_and_writes_its_report(tiny_mo
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
     systems = results["systems"]
-    assert {"transformers_bf16_sequential", "engine_bf16", "engine_int8", "ui_int8"} <= set(systems)
+    assert {"transformers_bf16_sequential", "engine_bf16", "engine_int8", "ui"} <= set(systems)
+    assert results["served"] == "bf16"  # a model given by --model is served as given
     # The 16-bit run serves the original weights in the dtype this CPU runs natively (float32 without bfloat16).
     assert systems["engine_int8"]["weights"] == "int8" and systems["engine_bf16"]["weights"] == resolve_dtype("auto")
     for name, system in systems.items():
@@ -37,4 +38,5 @@ def test_the_quick_benchmark_measures_every_system_and_writes_its_report(tiny_mo
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = (tmp_path / "table.md").read_text()
     assert "| this app's engine, int8 | 2 |" in table and "one stream vs transformers" in table
+    assert f"| full UI path (Chainlit), bf16 weights in {resolve_dtype('auto')} | 2 |" in table
     print(f"quick benchmark: {elapsed:.0f} s")
