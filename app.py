@@ -26,6 +26,7 @@ from engine.errors import ChatError, MemoryLowError
 from web.memory import GIB, MemoryGuard, MemoryMonitor
 from ui.personas import Persona, load_personas
 from engine.service import current_engine, is_ready, prepare, restarts, shutdown_engine, start_engine, wait_for_engine
+from engine.service import state as engine_state
 from history.conversation import REPLY, Conversation
 from history.records import forget_idle
 from history.schema import open_database
@@ -63,7 +64,8 @@ MEMORY = MemoryMonitor()
 telemetry.watch(telemetry.LiveReadings(
     running=lambda: GATE.running, waiting=lambda: GATE.waiting,
     kv_cache_usage=lambda: engine.state().kv_cache_usage if (engine := current_engine()) else 0.0,
-    app_pss=lambda: MEMORY.read().app_pss, engine_ready=is_ready, restarts=restarts))
+    app_pss=lambda: MEMORY.read().app_pss, engine_ready=lambda: engine_state() == "ready", restarts=restarts,
+    servers=lambda: engine.state().servers if (engine := current_engine()) else ()))
 
 if LOGINS:
     os.environ["CHAINLIT_AUTH_SECRET"] = LOGINS.secret  # Chainlit signs its login tokens with it

@@ -4,8 +4,8 @@ The app hands an engine a persona's system prompt, the conversation and the samp
 an async stream of events: first the rendered prompt (or a refusal, before anything is kept), then text
 deltas, then one `Finished` with the reply's measured statistics. Every event is an immutable value, so
 nothing mutable is shared between the engine's thread and the app's event loop. Implementations: the
-in-process vLLM engine (`engine.chat_engine`) and the scripted fake the handler tests use
-(`tests/fake_engine.py`). No vLLM here: the fake runs without it.
+in-process vLLM engine (`engine.chat_engine`), vLLM servers elsewhere (`engine.remote`) and the scripted
+fake the handler tests use (`tests/fake_engine.py`). No vLLM here: the fake runs without it.
 """
 
 from __future__ import annotations
@@ -76,6 +76,19 @@ ReplyEvent = RenderedPrompt | Refused | TextDelta | Finished
 
 
 @dataclass(frozen=True)
+class ServerReport:
+    """One vLLM server behind the remote engine, as last checked."""
+
+    url: str
+    ready: bool
+    problem: str  # why it is left out; empty when ready
+    in_flight: int  # this app's replies on it now
+    running: int
+    waiting: int
+    kv_cache_usage: float
+
+
+@dataclass(frozen=True)
 class EngineState:
     """What the sidebar shows of an engine: the model, how it runs, and its scheduler's latest report."""
 
@@ -87,6 +100,7 @@ class EngineState:
     running: int = 0
     waiting: int = 0
     kv_cache_usage: float = 0.0  # 0..1
+    servers: tuple[ServerReport, ...] = ()  # the remote engine's servers; none in process
 
 
 class ChatEngine(Protocol):
@@ -99,6 +113,10 @@ class ChatEngine(Protocol):
 
     def state(self) -> EngineState: ...
 
-    def is_alive(self) -> bool: ...
+    def is_alive(self) -> bool:
+        """False once the engine cannot serve again by itself (its processes died): the service rebuilds it."""
+
+    def is_ready(self) -> bool:
+        """Whether a reply can start now (for the remote engine: at least one server answers)."""
 
     def shutdown(self) -> None: ...

@@ -262,6 +262,9 @@ class VllmEngine:
         """False once vLLM's engine process has died (killed, out of memory) or was shut down."""
         return not self._llm.errored and self._thread.is_alive()
 
+    def is_ready(self) -> bool:
+        return self.is_alive()
+
     def running_requests(self) -> int:
         return self._llm.get_num_unfinished_requests()
 

@@ -58,6 +58,8 @@ class Settings:
     metrics_token: str = ""  # CHAT_METRICS_TOKEN: bearer token for /healthz and /metrics from other machines
     db: Path | None = None  # CHAT_DB: the SQLite file of the conversations; empty = chat.db in CHAT_STATE_DIR
     history_days: int = 0  # CHAT_HISTORY_DAYS: delete conversations idle for longer, at start and daily; 0 = keep all
+    engine_urls: tuple[str, ...] = ()  # CHAT_ENGINE_URLS: comma-separated base URLs of vLLM servers (http://host:8000/v1); empty = the engine runs in this process
+    engine_api_key: str = ""  # CHAT_ENGINE_API_KEY: the vLLM servers' --api-key, sent as a bearer token
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -102,6 +104,10 @@ class Settings:
             if not re.fullmatch(r"https?://[^/\s]+", origin):
                 raise ConfigError(f"CHAT_ALLOWED_ORIGINS: {origin!r} is not an origin; write it as the browser "
                                   "shows it, scheme and host (and port) only, e.g. http://10.0.0.5:8000.")
+        for url in self.engine_urls:
+            if not re.fullmatch(r"https?://[^/\s]+(/\S*)?/v1", url):
+                raise ConfigError(f"CHAT_ENGINE_URLS: {url!r} is not the base URL of a vLLM server's OpenAI API; "
+                                  "write it as http://HOST:PORT/v1.")
         if not 1 <= self.max_new_tokens < self.max_model_len:
             raise ConfigError(
                 f"CHAT_MAX_NEW_TOKENS={self.max_new_tokens} must be at least 1 and below "

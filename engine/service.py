@@ -6,9 +6,10 @@ while the model loads; `wait_for_engine` lets any session await it; `is_ready` t
 say it is loading. A watchdog checks the engine every second: if vLLM's processes die (a killed engine process,
 the kernel's out-of-memory killer), replies in flight end with a message, the dead engine's processes
 are shut down and a new engine is loaded with the same settings, while visitors are told it is loading.
-Which engine it is comes from `BACKEND`: the in-process vLLM engine, unless a launcher puts another one
-there before the app is imported (`tests/fake_app.py` puts the handler tests' fake). vLLM is imported only
-when the in-process engine is prepared or loaded.
+Which engine it is: the in-process vLLM engine, or vLLM servers elsewhere when `CHAT_ENGINE_URLS` is set
+(`engine.remote`), unless a launcher puts another `Backend` in `BACKEND` before the app is imported
+(`tests/fake_app.py` puts the handler tests' fake). vLLM is imported only when the in-process engine is
+prepared or loaded.
 """
 
 from __future__ import annotations
@@ -60,12 +61,30 @@ def _load_in_process(settings: Settings, model: Path) -> ChatEngine:
     return VllmEngine.load(settings, model)
 
 
-BACKEND = Backend(_prepare_in_process, _load_in_process)
+def _prepare_remote(settings: Settings) -> Path:
+    from engine.remote import prepare_remote
+
+    return prepare_remote(settings)
+
+
+def _load_remote(settings: Settings, model: Path) -> ChatEngine:
+    from engine.remote import RemoteEngine
+
+    return RemoteEngine.load(settings, model)
+
+
+IN_PROCESS = Backend(_prepare_in_process, _load_in_process)
+REMOTE = Backend(_prepare_remote, _load_remote)
+BACKEND: Backend | None = None  # another engine, put here by a launcher before the app is imported
+
+
+def _backend(settings: Settings) -> Backend:
+    return BACKEND or (REMOTE if settings.engine_urls else IN_PROCESS)
 
 
 def prepare(settings: Settings) -> Path:
     """The model folder for `settings`, checked; raises `ChatError` with the reason otherwise."""
-    return BACKEND.prepare(settings)
+    return _backend(settings).prepare(settings)
 
 
 def start_engine(settings: Settings, model: Path) -> None:
@@ -75,7 +94,7 @@ def start_engine(settings: Settings, model: Path) -> None:
     with _lock:
         if _engine is not None:
             return
-        _build = functools.partial(BACKEND.load, settings, model)
+        _build = functools.partial(_backend(settings).load, settings, model)
         _load(_build)
     threading.Thread(target=_watch, name="engine-watchdog", daemon=True).start()
 
@@ -124,19 +143,23 @@ def is_ready() -> bool:
 
 
 def current_engine() -> ChatEngine | None:
-    """The engine if it is ready now, else None: for readers that must not wait (health, metrics)."""
+    """The engine if it is loaded and alive now, else None: for readers that must not wait (health, metrics)."""
     return _engine.result() if is_ready() else None
 
 
 def state() -> str:
-    """One word for health checks: loading, restarting (after a fault), ready, failed or stopping."""
+    """One word for health checks: loading, restarting (after a fault), ready, unavailable (loaded, but none
+    of its servers answers), failed or stopping."""
     if _stopping.is_set():
         return "stopping"
     if _engine is None or not _engine.done():
         return "restarting" if _restarts else "loading"
     if _engine.exception() is not None:
         return "failed"
-    return "ready" if _engine.result().is_alive() else "restarting"
+    engine = _engine.result()
+    if not engine.is_alive():
+        return "restarting"
+    return "ready" if engine.is_ready() else "unavailable"
 
 
 def restarts() -> int:

@@ -88,5 +88,8 @@ class FakeEngine:
     def is_alive(self) -> bool:
         return True
 
+    def is_ready(self) -> bool:
+        return True
+
     def shutdown(self) -> None:
         pass

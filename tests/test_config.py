@@ -64,3 +64,10 @@ def test_int8_is_the_default_only_where_the_cpu_multiplies_int8_natively(monkeyp
                         ({"avx_vnni"}, True), ({"amx_int8"}, True)):
         monkeypatch.setattr(hardware, "cpu_flags", lambda flags=flags: frozenset(flags))
         assert hardware.fast_int8() is fast, flags
+
+
+def test_engine_urls_are_checked_and_listed():
+    settings = load_settings({"CHAT_ENGINE_URLS": "http://10.0.0.5:8000/v1, http://10.0.0.6:8000/v1/"})
+    assert settings.engine_urls == ("http://10.0.0.5:8000/v1", "http://10.0.0.6:8000/v1")
+    with pytest.raises(ConfigError, match=r"'10\.0\.0\.5:8000' is not the base URL .* http://HOST:PORT/v1"):
+        load_settings({"CHAT_ENGINE_URLS": "10.0.0.5:8000"})

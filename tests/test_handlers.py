@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from bench.ui_path import ChatClient
 from tests.conftest import ARTIFACTS, FakeApp
 from tests.fake_engine import FAIL
+from tests.socket_chat import Visitor, until
 
 pytestmark = pytest.mark.fast
 REPLY_TOKENS = 50  # a second of words at the fake's pace
@@ -32,43 +32,10 @@ def fake_app():
     running.stop()
 
 
-class Visitor(ChatClient):
-    """A chat over the socket that keeps every event and the text of each reply."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self.events: list[tuple[str, dict]] = []
-
-    async def _on_event(self, event: str, data=None) -> None:
-        self.events.append((event, data))
-        await super()._on_event(event, data)
-
-    async def ask_and_wait(self, question: str) -> str:
-        """The reply's whole text, once its footer arrived."""
-        self.text = ""
-        self.done.clear()
-        await self.ask(question)
-        await asyncio.wait_for(self.done.wait(), 30)
-        return self.text
-
-    def errors(self) -> list[str]:
-        return [data["output"] for event, data in self.events if event == "new_message" and data.get("isError")]
-
-    def said(self, pattern: str) -> bool:
-        return any(event == "new_message" and re.search(pattern, data.get("output", "")) for event, data in self.events)
-
-
 async def visit(app: FakeApp) -> Visitor:
     visitor = Visitor(app.url)
     await visitor.connect()
     return visitor
-
-
-async def until(condition, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 async def test_each_reply_sees_the_conversation_so_far(fake_app):

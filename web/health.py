@@ -1,7 +1,8 @@
 """`GET /healthz` and `GET /metrics` on the app's own port, for load balancers and monitoring.
 
 `/healthz` answers 200 with `{"status": "ready", ...}` when the engine answers, and 503 with the status
-(`loading`, `restarting` after a fault, `failed`, `stopping`) otherwise. `/metrics` is `web.telemetry`'s
+(`loading`, `restarting` after a fault, `unavailable` while none of the vLLM servers of `CHAT_ENGINE_URLS`
+answers, `failed`, `stopping`) otherwise; with servers, `servers` lists each one's state. `/metrics` is `web.telemetry`'s
 registry in Prometheus' text format. Both answer requests from loopback, with
 `Authorization: Bearer <CHAT_METRICS_TOKEN>`, or from a logged-in user; anyone else gets 403.
 Importing Chainlit registers a catch-all route that answers any unknown path with the page (and its own
@@ -45,8 +46,11 @@ def add_health_routes(model_name: str, metrics_token: str, logins: Logins | None
         if not allowed(request):
             return refused()
         state = service.state()
-        return JSONResponse({"status": state, "model": model_name, "engine_restarts": service.restarts()},
-                            status_code=200 if state == "ready" else 503)
+        report = {"status": state, "model": model_name, "engine_restarts": service.restarts()}
+        if (engine := service.current_engine()) and (servers := engine.state().servers):
+            report["servers"] = [{"url": server.url, "ready": server.ready, "problem": server.problem,
+                                  "in_flight": server.in_flight} for server in servers]
+        return JSONResponse(report, status_code=200 if state == "ready" else 503)
 
     async def metrics(request: Request) -> Response:
         if not allowed(request):

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, disable_cre
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from engine.api import ReplyStats
+from engine.api import ReplyStats, ServerReport
 
 disable_created_metrics()  # no *_created series beside every counter: monitoring needs none of them
 REGISTRY = CollectorRegistry()
@@ -50,11 +50,12 @@ class LiveReadings(Collector):
     """Gauges read from their owners at each scrape; each reader returns the current value."""
 
     def __init__(self, running: Callable[[], int], waiting: Callable[[], int], kv_cache_usage: Callable[[], float],
-                 app_pss: Callable[[], int], engine_ready: Callable[[], bool], restarts: Callable[[], int]) -> None:
-        self._readers = running, waiting, kv_cache_usage, app_pss, engine_ready, restarts
+                 app_pss: Callable[[], int], engine_ready: Callable[[], bool], restarts: Callable[[], int],
+                 servers: Callable[[], tuple[ServerReport, ...]]) -> None:
+        self._readers = running, waiting, kv_cache_usage, app_pss, engine_ready, restarts, servers
 
     def collect(self) -> Iterator[Metric]:
-        running, waiting, kv_cache_usage, app_pss, engine_ready, restarts = self._readers
+        running, waiting, kv_cache_usage, app_pss, engine_ready, restarts, servers = self._readers
         yield GaugeMetricFamily("chat_replies_running", "Replies generating now", value=running())
         yield GaugeMetricFamily("chat_replies_waiting", "Replies waiting in the app's line", value=waiting())
         yield GaugeMetricFamily("chat_kv_cache_usage_ratio", "Share of the engine's KV cache in use (0-1)",
@@ -65,6 +66,23 @@ class LiveReadings(Collector):
                                 "stops", value=int(engine_ready()))
         yield CounterMetricFamily("chat_engine_restarts", "Times the engine was rebuilt after its processes died",
                                   value=restarts())
+        yield from _per_server(servers())
+
+
+def _per_server(servers: tuple[ServerReport, ...]) -> Iterator[Metric]:
+    """With CHAT_ENGINE_URLS: one series per vLLM server, labelled with its URL (none in process)."""
+    gauges = {
+        "ready": ("1 when the vLLM server answers and fits, 0 while it is left out", lambda server: int(server.ready)),
+        "in_flight": ("This app's replies on the server now", lambda server: server.in_flight),
+        "running": ("Requests running on the server (its own report)", lambda server: server.running),
+        "waiting": ("Requests waiting on the server (its own report)", lambda server: server.waiting),
+        "kv_cache_usage_ratio": ("Share of the server's KV cache in use (0-1)", lambda server: server.kv_cache_usage),
+    }
+    for name, (documentation, read) in gauges.items():
+        family = GaugeMetricFamily(f"chat_server_{name}", documentation, labels=["url"])
+        for server in servers:
+            family.add_metric([server.url], read(server))
+        yield family
 
 
 def watch(readings: LiveReadings) -> None:

@@ -1,0 +1,230 @@
+"""The chat engine on other machines: vLLM's OpenAI-compatible servers (`CHAT_ENGINE_URLS`), one or several.
+
+The prompt is rendered here with the model's own tokenizer and chat template, as the in-process engine
+renders it, and sent as token ids to `/v1/completions`, so both paths give the model the same tokens. Each
+new reply goes to the ready replica with the fewest replies in flight. A thread checks every replica every
+`CHECK_SECONDS` (`/v1/models`, `/metrics`): a replica that stops answering is left out until it answers
+again, and one that serves another model, a shorter context or another tokenizer is left out with the
+reason in the log. Leaving a reply's stream closes its connection, and vLLM aborts the request.
+Times and token counts are measured here, as the replies' events arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import AsyncIterator
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, ServerReport, TextDelta
+from engine.config import Settings
+from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
+from engine.prompt import Message, RenderedPrompt, render_prompt
+
+log = logging.getLogger(__name__)
+CHECK_SECONDS = 2.0
+CHECK_TIMEOUT = 3.0
+PROBE = "导游 tour guide: 广州塔 Canton Tower, 2026!"  # the tokenizers must agree on this text
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    ready: bool = False
+    problem: str = "not checked yet"  # why it is not ready
+    mismatch: bool = False  # it serves something else than this app expects: a restart will not fix it
+    served: str = ""  # the model id the server answers to
+    running: int = 0
+    waiting: int = 0
+    kv_cache_usage: float = 0.0
+
+
+class Replica:
+    """One vLLM server. `state` is replaced whole by the checking thread; `in_flight` is counted on the app's
+    event loop, where every reply starts and ends."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url  # the base URL, ending in /v1
+        self.state = ReplicaState()
+        self.in_flight = 0
+
+
+def check_replica(url: str, headers: dict[str, str], settings: Settings,
+                  tokenizer: PreTrainedTokenizerBase) -> ReplicaState:
+    """Ask one server what it serves and how busy it is. A server that does not answer is not ready; one whose
+    context is shorter than `CHAT_MAX_MODEL_LEN` or whose tokenizer is not the local one gets `mismatch` set."""
+    root = url.removesuffix("/v1")
+    try:
+        with httpx.Client(headers=headers, timeout=CHECK_TIMEOUT) as client:
+            models = client.get(f"{url}/models")
+            models.raise_for_status()
+            card = models.json()["data"][0]
+            if (card.get("max_model_len") or 0) < settings.max_model_len:
+                return ReplicaState(problem=f"its context is {card.get('max_model_len')} tokens, less than "
+                                            f"CHAT_MAX_MODEL_LEN={settings.max_model_len}: start it with --max-model-len "
+                                            f"{settings.max_model_len} or lower the setting", mismatch=True)
+            probe = client.post(f"{root}/tokenize", json={"model": card["id"], "prompt": PROBE,
+                                                          "add_special_tokens": False})
+            probe.raise_for_status()
+            if probe.json()["tokens"] != tokenizer.encode(PROBE, add_special_tokens=False):
+                return ReplicaState(problem=f"it serves {card['id']}, whose tokenizer is not the one in CHAT_MODEL: "
+                                            "point CHAT_MODEL at the served model's folder (its tokenizer files are "
+                                            "enough)", mismatch=True)
+            metrics = client.get(f"{root}/metrics")
+            metrics.raise_for_status()
+    except (httpx.HTTPError, ValueError, KeyError, IndexError) as error:
+        return ReplicaState(problem=f"it does not answer ({type(error).__name__}: {error})")
+    return ReplicaState(True, "", False, card["id"], *_load(metrics.text))
+
+
+def prepare_remote(settings: Settings) -> Path:
+    """The local model folder, for its tokenizer; refuses a server that answers with a mismatch. A server that
+    does not answer yet is fine: it joins when it does."""
+    from engine.model_source import resolve_model
+
+    model = resolve_model(settings.model, settings.cache_dir, prepare=False, weights="original")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"CHAT_MODEL={model}: no tokenizer could be loaded from it ({error}). With "
+                             "CHAT_ENGINE_URLS the app needs the model's tokenizer files, not its weights.") from None
+    for url in settings.engine_urls:
+        state = check_replica(url, _headers(settings), settings, tokenizer)
+        if state.mismatch:
+            raise ModelLoadError(f"CHAT_ENGINE_URLS: the vLLM server at {url} does not fit: {state.problem}.")
+    return model
+
+
+def _headers(settings: Settings) -> dict[str, str]:
+    """vLLM's `--api-key` is checked as a bearer token."""
+    return {"Authorization": f"Bearer {settings.engine_api_key}"} if settings.engine_api_key else {}
+
+
+def _load(metrics: str) -> tuple[int, int, float]:
+    """Requests running and waiting and KV-cache use from vLLM's Prometheus metrics."""
+    values = {sample.name: sample.value for family in text_string_to_metric_families(metrics)
+              for sample in family.samples}
+    return (int(values.get("vllm:num_requests_running", 0)), int(values.get("vllm:num_requests_waiting", 0)),
+            values.get("vllm:kv_cache_usage_perc", 0.0))
+
+
+class RemoteEngine:
+    """`engine.api.ChatEngine` in front of vLLM servers. Build it with `RemoteEngine.load`."""
+
+    def __init__(self, settings: Settings, model: Path, tokenizer: PreTrainedTokenizerBase) -> None:
+        self.settings = settings
+        self.tokenizer = tokenizer
+        self.model_name = model.name
+        self.replicas = [Replica(url) for url in settings.engine_urls]
+        self._headers = _headers(settings)
+        self._stopping = threading.Event()
+        self._checker = threading.Thread(target=self._check_forever, name="replica-checks", daemon=True)
+
+    @classmethod
+    def load(cls, settings: Settings, model: Path) -> RemoteEngine:
+        """Load the tokenizer from `model` (no weights needed), check every server once, and keep checking."""
+        started = time.perf_counter()
+        engine = cls(settings, model, AutoTokenizer.from_pretrained(model))
+        engine._check_all()
+        engine._checker.start()
+        ready = sum(replica.state.ready for replica in engine.replicas)
+        log.info("Engine ready: %s on %d of %d vLLM servers, in %.1f s", engine.model_name, ready,
+                 len(engine.replicas), time.perf_counter() - started)
+        return engine
+
+    def _check_all(self) -> None:
+        for replica in self.replicas:
+            state = check_replica(replica.url, self._headers, self.settings, self.tokenizer)
+            if state.ready != replica.state.ready or state.problem != replica.state.problem:
+                if state.ready:
+                    log.info("Replica %s is ready", replica.url)
+                else:
+                    log.warning("Replica %s is left out: %s", replica.url, state.problem)
+            replica.state = state
+
+    def _check_forever(self) -> None:
+        while not self._stopping.wait(CHECK_SECONDS):
+            self._check_all()
+
+    def render(self, system_prompt: str, history: list[Message], max_new_tokens: int) -> RenderedPrompt:
+        return render_prompt(self.tokenizer, system_prompt, history, budget=self.settings.max_model_len - max_new_tokens,
+                             template_options={"enable_thinking": self.settings.enable_thinking})
+
+    async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
+        try:
+            prompt = await asyncio.to_thread(self.render, system_prompt, history, sampling.max_new_tokens)
+        except MessageTooLongError as error:
+            yield Refused(str(error))
+            return
+        yield prompt
+        replica = self._pick()
+        replica.in_flight += 1
+        try:
+            async for event in self._stream(replica, prompt, sampling):
+                yield event
+        finally:
+            replica.in_flight -= 1
+
+    def _pick(self) -> Replica:
+        ready = [replica for replica in self.replicas if replica.state.ready]
+        if not ready:
+            raise EngineUnavailableError("模型服务器暂时都无法连接，请稍后再问。 None of the model servers answers just now; "
+                                         "please ask again in a moment (the server's log says why).")
+        return min(ready, key=lambda replica: replica.in_flight)
+
+    async def _stream(self, replica: Replica, prompt: RenderedPrompt,
+                      sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
+        body = {"model": replica.state.served, "prompt": prompt.token_ids,
+                "max_tokens": sampling.max_new_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p,
+                "top_k": sampling.top_k or -1, "repetition_penalty": sampling.repetition_penalty,
+                "ignore_eos": sampling.ignore_eos, "stream": True, "return_token_ids": True}
+        stats = ReplyStats(prompt_tokens=len(prompt.token_ids), started=time.perf_counter())
+        try:
+            async with httpx.AsyncClient(headers=self._headers, timeout=httpx.Timeout(30, read=None)) as client:
+                async with client.stream("POST", f"{replica.url}/completions", json=body) as response:
+                    if response.status_code != 200:
+                        detail = (await response.aread()).decode(errors="replace")[:300]
+                        raise EngineUnavailableError(f"模型服务器拒绝了这个请求。 The model server {replica.url} refused "
+                                                     f"the request ({response.status_code}: {detail}).")
+                    async for line in response.aiter_lines():
+                        if not line.startswith("data: ") or line == "data: [DONE]":
+                            continue
+                        choice = json.loads(line[6:])["choices"][0]
+                        now = time.perf_counter()
+                        stats = replace(stats, finish_reason=choice.get("finish_reason"))
+                        if choice.get("token_ids"):
+                            stats = replace(stats, first_token_at=stats.first_token_at or now, last_token_at=now,
+                                            generated_tokens=stats.generated_tokens + len(choice["token_ids"]))
+                            yield TextDelta(choice["text"], stats, token_ids=tuple(choice["token_ids"]))
+        except httpx.HTTPError as error:
+            replica.state = ReplicaState(problem=f"it broke off a reply ({type(error).__name__})")
+            log.warning("Replica %s broke off a reply: %s", replica.url, error)
+            raise EngineUnavailableError("模型服务器在回答中途断开，请再问一次（会换一台服务器）。 The model server stopped "
+                                         "answering mid-reply; ask again and another server answers.") from error
+        yield Finished(stats)
+
+    def state(self) -> EngineState:
+        servers = tuple(ServerReport(replica.url, state.ready, state.problem, replica.in_flight, state.running,
+                                     state.waiting, state.kv_cache_usage)
+                        for replica in self.replicas for state in [replica.state])
+        ready = [server for server in servers if server.ready]
+        return EngineState(self.model_name, "remote", "remote", f"{len(ready)}/{len(servers)} servers",
+                           self.settings.max_model_len, sum(server.running for server in ready),
+                           sum(server.waiting for server in ready),
+                           max((server.kv_cache_usage for server in ready), default=0.0), servers)
+
+    def is_alive(self) -> bool:
+        return not self._stopping.is_set()
+
+    def is_ready(self) -> bool:
+        return any(replica.state.ready for replica in self.replicas)
+
+    def shutdown(self) -> None:
+        self._stopping.set()

