@@ -37,7 +37,7 @@ from web.memory import tree_pss
 
 # The other benchmarks, in the order they run: the app against its baseline commit, a decode step's profile,
 # a presenter's page, llama-server on the demo model, and the 7B-shaped model (about 30 minutes alone).
-STAGES = ("then_now", "profile", "presenter", "versus", "seven_b")
+STAGES = ("then_now", "profile", "presenter", "versus", "seven_b", "remote")
 
 
 def machine(bandwidth: float) -> dict:

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from bench.app_process import _free_port
+from bench.vllm_server import VllmServer
 from engine.api import Finished, Sampling, TextDelta
 from tests.conftest import ARTIFACTS, RunningApp
 from tests.socket_chat import Visitor, until
@@ -28,61 +23,10 @@ pytestmark = pytest.mark.e2e
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=32, ignore_eos=True)
 
 
-class VllmServer:
-    """vLLM's OpenAI-compatible server in a process group of its own, its log in a file."""
-
-    def __init__(self, model: Path, name: str) -> None:
-        self.model = model
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.log_path = ARTIFACTS / f"vllm-server-{name}.log"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        environment = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_NO_USAGE_STATS": "1",
-                       "VLLM_HOST_IP": "127.0.0.1"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.model), "--host",
-             "127.0.0.1", "--port", str(self.port), "--dtype", "float32", "--max-model-len", "2048",
-             "--enforce-eager", "--block-size", "32"],
-            env=environment, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
-
-    def wait_until_ready(self, timeout: float = 240) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.answers():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the vLLM server did not start; its log:\n{self.log_path.read_text()[-4000:]}")
-            time.sleep(1)
-
-    def answers(self) -> bool:
-        try:
-            return urllib.request.urlopen(f"{self.url}/models", timeout=2).status == 200
-        except OSError:
-            return False
-
-    def running(self) -> float:
-        """The server's own count of requests running, from its /metrics."""
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5).read().decode()
-        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("vllm:num_requests_running"))
-
-    def kill(self) -> None:
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-
-
 @pytest.fixture(scope="module")
 def servers(tiny_model_dir):
     ARTIFACTS.mkdir(exist_ok=True)
-    pair = [VllmServer(tiny_model_dir, "a"), VllmServer(tiny_model_dir, "b")]
+    pair = [VllmServer(tiny_model_dir, ARTIFACTS / f"vllm-server-{name}.log", max_model_len=2048) for name in "ab"]
     try:
         for server in pair:
             server.start()
