@@ -75,6 +75,15 @@ class Finished:
 ReplyEvent = RenderedPrompt | Refused | TextDelta | Finished
 
 
+def coalesce(events: list[TextDelta | Finished]) -> list[TextDelta | Finished]:
+    """Events that arrived together, with their deltas as one (the text joined, the latest statistics): a
+    consumer that fell behind catches up in one step instead of paying its per-delta cost for each."""
+    deltas = [event for event in events if isinstance(event, TextDelta)]
+    merged = [TextDelta("".join(delta.text for delta in deltas), deltas[-1].stats, deltas[-1].kind,
+                        tuple(token for delta in deltas for token in delta.token_ids))] if deltas else []
+    return merged + [event for event in events if isinstance(event, Finished)]
+
+
 @dataclass(frozen=True)
 class ServerReport:
     """One vLLM server behind the remote engine, as last checked."""

@@ -31,7 +31,7 @@ from vllm.sampling_params import RequestOutputKind
 from vllm.utils.ompmultiprocessing import OMPProcessManager
 from vllm.v1.engine.async_llm import AsyncLLM
 
-from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
+from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta, coalesce
 from engine.bridge import Channel
 from engine.config import Settings
 from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
@@ -238,13 +238,9 @@ class VllmEngine:
         ended, generated = False, 0
         try:
             async for events in channel:
-                deltas = [event for event in events if isinstance(event, TextDelta)]
-                if deltas:
-                    generated = deltas[-1].stats.generated_tokens
-                    yield TextDelta("".join(delta.text for delta in deltas), deltas[-1].stats,
-                                    token_ids=tuple(token for delta in deltas for token in delta.token_ids))
-                if isinstance(events[-1], Finished):
-                    yield events[-1]
+                for event in coalesce(events):
+                    generated = event.stats.generated_tokens
+                    yield event
             ended = True
         finally:
             if not ended and not job.done():

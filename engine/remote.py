@@ -16,6 +16,7 @@ import json
 import logging
 import threading
 import time
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import AsyncIterator
@@ -24,7 +25,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, ServerReport, TextDelta
+from engine.api import (EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, ServerReport, TextDelta,
+                        coalesce)
+from engine.bridge import Channel
 from engine.config import Settings
 from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
 from engine.prompt import Message, RenderedPrompt, render_prompt
@@ -115,6 +118,10 @@ def _load(metrics: str) -> tuple[int, int, float]:
             values.get("vllm:kv_cache_usage_perc", 0.0))
 
 
+class _Unreachable(Exception):
+    """A server could not be connected to: the reply has not started, another server may take it."""
+
+
 class RemoteEngine:
     """`engine.api.ChatEngine` in front of vLLM servers. Build it with `RemoteEngine.load`."""
 
@@ -164,13 +171,19 @@ class RemoteEngine:
             yield Refused(str(error))
             return
         yield prompt
-        replica = self._pick()
-        replica.in_flight += 1
-        try:
-            async for event in self._stream(replica, prompt, sampling):
-                yield event
-        finally:
-            replica.in_flight -= 1
+        for _ in self.replicas:  # a server found unreachable before it said anything: the next one
+            replica = self._pick()
+            replica.in_flight += 1
+            try:
+                async with aclosing(self._stream(replica, prompt, sampling)) as events:
+                    async for event in events:
+                        yield event
+                return
+            except _Unreachable:
+                continue
+            finally:
+                replica.in_flight -= 1
+        self._pick()  # raises: none is ready now
 
     def _pick(self) -> Replica:
         ready = [replica for replica in self.replicas if replica.state.ready]
@@ -181,6 +194,20 @@ class RemoteEngine:
 
     async def _stream(self, replica: Replica, prompt: RenderedPrompt,
                       sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
+        """The server's events as they arrive, those that arrived together as one: a reader task takes them off
+        the connection while the app is busy with the last one. Leaving early cancels it, which closes the
+        connection, and vLLM aborts the request."""
+        channel: Channel[TextDelta | Finished] = Channel(asyncio.get_running_loop())
+        reader = asyncio.create_task(self._read(replica, prompt, sampling, channel))
+        try:
+            async for events in channel:
+                for event in coalesce(events):
+                    yield event
+        finally:
+            reader.cancel()
+
+    async def _read(self, replica: Replica, prompt: RenderedPrompt, sampling: Sampling,
+                    channel: Channel[TextDelta | Finished]) -> None:
         body = {"model": replica.state.served, "prompt": prompt.token_ids,
                 "max_tokens": sampling.max_new_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p,
                 "top_k": sampling.top_k or -1, "repetition_penalty": sampling.repetition_penalty,
@@ -196,19 +223,37 @@ class RemoteEngine:
                     async for line in response.aiter_lines():
                         if not line.startswith("data: ") or line == "data: [DONE]":
                             continue
-                        choice = json.loads(line[6:])["choices"][0]
+                        chunk = json.loads(line[6:])
+                        if "error" in chunk:
+                            raise EngineUnavailableError(f"模型服务器在回答中途出错。 The model server {replica.url} "
+                                                         f"failed mid-reply: {chunk['error'].get('message')}")
+                        choice = chunk["choices"][0]
                         now = time.perf_counter()
                         stats = replace(stats, finish_reason=choice.get("finish_reason"))
                         if choice.get("token_ids"):
                             stats = replace(stats, first_token_at=stats.first_token_at or now, last_token_at=now,
                                             generated_tokens=stats.generated_tokens + len(choice["token_ids"]))
-                            yield TextDelta(choice["text"], stats, token_ids=tuple(choice["token_ids"]))
+                            channel.put(TextDelta(choice["text"], stats, token_ids=tuple(choice["token_ids"])))
+        except httpx.ConnectError as error:
+            replica.state = ReplicaState(problem=f"it does not answer ({error})")
+            log.warning("Replica %s does not answer: %s", replica.url, error)
+            channel.close(_Unreachable())
+            return
         except httpx.HTTPError as error:
             replica.state = ReplicaState(problem=f"it broke off a reply ({type(error).__name__})")
             log.warning("Replica %s broke off a reply: %s", replica.url, error)
-            raise EngineUnavailableError("模型服务器在回答中途断开，请再问一次（会换一台服务器）。 The model server stopped "
-                                         "answering mid-reply; ask again and another server answers.") from error
-        yield Finished(stats)
+            channel.close(EngineUnavailableError("模型服务器在回答中途断开，请再问一次（会换一台服务器）。 The model server "
+                                                 "stopped answering mid-reply; ask again and another server answers."))
+            return
+        except EngineUnavailableError as error:
+            channel.close(error)
+            return
+        except (ValueError, KeyError, IndexError) as error:
+            channel.close(EngineUnavailableError(f"模型服务器的回答无法读取。 The model server {replica.url} answered "
+                                                 f"something that is not vLLM's stream ({error})."))
+            return
+        channel.put(Finished(stats))
+        channel.close()
 
     def state(self) -> EngineState:
         servers = tuple(ServerReport(replica.url, state.ready, state.problem, replica.in_flight, state.running,
