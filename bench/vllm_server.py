@@ -20,7 +20,8 @@ class VllmServer:
     """vLLM's OpenAI-compatible server in a process group of its own, its log in a file. `cores`: the CPU
     cores its engine is bound to (vLLM's `VLLM_CPU_OMP_THREADS_BIND`, e.g. "0" or "0-1"); all by default."""
 
-    def __init__(self, model: Path, log_path: Path, max_model_len: int, cores: str = "", kv_cache_gib: int = 1) -> None:
+    def __init__(self, model: Path, log_path: Path, max_model_len: int, cores: str = "", kv_cache_gib: int = 1,
+                 api_key: str = "") -> None:
         self.model = model
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
@@ -30,7 +31,8 @@ class VllmServer:
         # float32 and 32-token KV blocks, as the app's own engine runs on a CPU without bfloat16.
         self._command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host",
                          "127.0.0.1", "--port", str(self.port), "--dtype", "float32", "--max-model-len",
-                         str(max_model_len), "--enforce-eager", "--block-size", "32"]
+                         str(max_model_len), "--enforce-eager", "--block-size", "32",
+                         *(["--api-key", api_key] if api_key else [])]
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -46,7 +48,7 @@ class VllmServer:
 
     def answers(self) -> bool:
         try:
-            return urllib.request.urlopen(f"{self.url}/models", timeout=2).status == 200
+            return urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2).status == 200
         except OSError:
             return False
 

@@ -21,12 +21,14 @@ from tests.socket_chat import Visitor, until
 
 pytestmark = pytest.mark.e2e
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=32, ignore_eos=True)
+KEY = "a-key-for-the-servers"
 
 
 @pytest.fixture(scope="module")
 def servers(tiny_model_dir):
     ARTIFACTS.mkdir(exist_ok=True)
-    pair = [VllmServer(tiny_model_dir, ARTIFACTS / f"vllm-server-{name}.log", max_model_len=2048) for name in "ab"]
+    pair = [VllmServer(tiny_model_dir, ARTIFACTS / f"vllm-server-{name}.log", max_model_len=2048, api_key=KEY)
+            for name in "ab"]
     try:
         for server in pair:
             server.start()
@@ -41,7 +43,8 @@ def servers(tiny_model_dir):
 @pytest.fixture(scope="module")
 def remote_app(servers, tiny_model_dir):
     running = RunningApp(tiny_model_dir, ARTIFACTS / "app-remote.log", CHAT_MAX_MODEL_LEN="2048",
-                         CHAT_ENGINE_URLS=",".join(server.url for server in servers), CHAT_TEMPERATURE="0",
+                         CHAT_ENGINE_URLS=",".join(server.url for server in servers), CHAT_ENGINE_API_KEY=KEY,
+                         CHAT_TEMPERATURE="0",
                          CHAT_IGNORE_EOS="true", CHAT_MAX_NEW_TOKENS="1500")
     running.wait_until_ready(timeout=120)
     yield running
@@ -69,7 +72,7 @@ async def test_the_servers_get_the_prompt_the_in_process_engine_renders(servers,
     from engine.remote import RemoteEngine
 
     settings = load_settings({"CHAT_MODEL": str(tiny_model_dir), "CHAT_MAX_MODEL_LEN": "2048",
-                              "CHAT_ENGINE_URLS": servers[0].url})
+                              "CHAT_ENGINE_URLS": servers[0].url, "CHAT_ENGINE_API_KEY": KEY})
     remote = RemoteEngine.load(settings, tiny_model_dir)
     try:
         history = [{"role": "user", "content": "推荐三个广州的景点"}, {"role": "assistant", "content": "白云山"},
@@ -87,6 +90,8 @@ async def test_the_servers_get_the_prompt_the_in_process_engine_renders(servers,
 
 
 async def test_chats_go_to_both_servers_and_stop_aborts_there(remote_app, servers):
+    with pytest.raises(urllib.error.HTTPError, match="401"):  # the servers want the key, which the app sends
+        urllib.request.urlopen(f"{servers[0].url}/models", timeout=5)
     status, report = health(remote_app)
     assert status == 200 and report["status"] == "ready" and all(server["ready"] for server in report["servers"])
     first, second = Visitor(remote_app.url), Visitor(remote_app.url)
