@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.app_process import _free_port
+from engine.hardware import resolve_dtype
 
 
 class VllmServer:
@@ -28,9 +29,9 @@ class VllmServer:
         self.log_path = log_path
         self._environment = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib), "VLLM_NO_USAGE_STATS": "1",
                              "VLLM_HOST_IP": "127.0.0.1", **({"VLLM_CPU_OMP_THREADS_BIND": cores} if cores else {})}
-        # float32 and 32-token KV blocks, as the app's own engine runs on a CPU without bfloat16.
+        # The dtype the app's own engine picks on this CPU, and its 32-token KV blocks.
         self._command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host",
-                         "127.0.0.1", "--port", str(self.port), "--dtype", "float32", "--max-model-len",
+                         "127.0.0.1", "--port", str(self.port), "--dtype", resolve_dtype("auto"), "--max-model-len",
                          str(max_model_len), "--enforce-eager", "--block-size", "32",
                          *(["--api-key", api_key] if api_key else [])]
         self.process: subprocess.Popen | None = None
