@@ -2,8 +2,8 @@
 own in-process engine, eight chats at once through the app's socket, in one run.
 
 Both serve the demo model with the app's default sampling, `--tokens` tokens per reply (end-of-sequence
-ignored), every question new; the two servers (`python -m vllm.entrypoints.openai.api_server`, float32 like
-the app's engine here) are bound to half of this machine's cores each and stay up while the two apps take
+ignored), every question new; the two servers (`python -m vllm.entrypoints.openai.api_server`, in the dtype
+the app's engine picks) are bound to half of this machine's cores each and stay up while the two apps take
 turns, `--repeats` times; medians. Both sides use the same cores, so the ratio shows what the HTTP path and
 two engines sharing the cores cost, not what more machines would gain. Writes `docs/benchmark/remote.json`.
 """
