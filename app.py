@@ -25,7 +25,8 @@ from engine.config import load_settings
 from engine.errors import ChatError, MemoryLowError
 from web.memory import GIB, MemoryGuard, MemoryMonitor
 from ui.personas import Persona, load_personas
-from engine.service import current_engine, is_ready, prepare, restarts, shutdown_engine, start_engine, wait_for_engine
+from engine.service import (current_engine, has_thinking_switch, is_ready, prepare, restarts, shutdown_engine,
+                            start_engine, wait_for_engine)
 from engine.service import state as engine_state
 from history.conversation import REPLY, Conversation
 from history.records import forget_idle
@@ -33,6 +34,7 @@ from history.schema import open_database
 from history.store import ChatStore
 from ui import chat_options
 from ui.dashboard import Dashboard, footer, footer_figures
+from ui.thought import Thought
 from ui.language import chinese_first
 from ui.offline import serve_page_offline
 from web import telemetry
@@ -45,6 +47,7 @@ log = logging.getLogger("app")
 try:
     SETTINGS = load_settings()
     MODEL = prepare(SETTINGS)
+    THINKING_SWITCH = has_thinking_switch(MODEL)
     PERSONAS = {persona.name: persona for persona in load_personas(SETTINGS.prompts_dir, SETTINGS.persona)}
     LOGINS = Logins(SETTINGS.users_file, SETTINGS.state_dir, SETTINGS.login_max_failures,
                     SETTINGS.login_lockout_seconds) if SETTINGS.users_file else None
@@ -135,7 +138,7 @@ async def open_conversation(conversation: Conversation, options: dict, sidebar_l
     cl.user_session.set("conversation", conversation)
     cl.user_session.set("options", options)
     cl.user_session.set("dashboard", None)
-    await cl.ChatSettings(chat_options.widgets(SETTINGS, options)).send()
+    await cl.ChatSettings(chat_options.widgets(SETTINGS, options, THINKING_SWITCH)).send()
     try:
         await engine_with_notice()
     except ChatError:
@@ -189,7 +192,7 @@ async def change_options(proposed: dict) -> None:
     await remember_options()
     if refused:
         await cl.ErrorMessage(content="\n\n".join(refused)).send()
-        await cl.ChatSettings(chat_options.widgets(SETTINGS, options)).send()
+        await cl.ChatSettings(chat_options.widgets(SETTINGS, options, THINKING_SWITCH)).send()
     await show_dashboard()
 
 
@@ -284,9 +287,10 @@ class QueueNotice:
 
 async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent],
                         sampling: Sampling, conversation: Conversation) -> None:
-    """Stream one reply into a new message; keep what was said (also when stopped) in the conversation."""
-    # Chainlit stamps a message when it is sent whole; a streamed one is stamped here, when it starts.
-    reply = cl.Message(content="", metadata={REPLY: {}}, created_at=utc_now())
+    """Stream one reply into a new message, its thinking (if the model thinks) into a step above it; keep what
+    was said (also when stopped) in the conversation, and never the thinking."""
+    reply = cl.Message(content="", metadata={REPLY: {}})
+    thought = Thought(parent_id=reply.parent_id)  # beside the reply, in the same run
     stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
     dashboard: Dashboard | None = cl.user_session.get("dashboard")
     if dashboard:
@@ -298,14 +302,24 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: Asyn
             stats, finished = event.stats, isinstance(event, Finished)
             if dashboard:
                 dashboard.last_reply = stats
-            if isinstance(event, TextDelta) and event.text:
-                await reply.stream_token(event.text)
-                # Deltas that arrive meanwhile reach the page as one update: each update costs the page a re-render.
-                await asyncio.sleep(SETTINGS.stream_update_seconds)
+            if isinstance(event, TextDelta) and event.kind == "thinking":
+                await thought.add(event.text)
+            elif isinstance(event, TextDelta) and (text := event.text if reply.content else event.text.lstrip()):
+                if not reply.content:
+                    # Chainlit stamps a message when it is sent whole; a streamed one is stamped when its answer
+                    # starts, so the page shows it after its thinking.
+                    reply.created_at = utc_now()
+                    await thought.end()  # collapsed when the answer starts
+                await reply.stream_token(text)
+            else:
+                continue
+            # Deltas that arrive meanwhile reach the page as one update: each update costs the page a re-render.
+            await asyncio.sleep(SETTINGS.stream_update_seconds)
     except ChatError as error:
         failed = True
         await cl.ErrorMessage(content=str(error)).send()
     finally:
+        await thought.end()  # what was thought stays in its step, also when stopped
         if not finished:
             stats = replace(stats, finish_reason="abort")  # stopped, or ended by a fault
         telemetry.record_reply(stats, failed)

@@ -24,6 +24,7 @@ class Sampling:
     top_k: int = 0  # 0 = off
     repetition_penalty: float = 1.0  # 1 = off
     ignore_eos: bool = False  # benchmarks and tests generate an exact count
+    thinking: bool = False  # think before answering, where the chat template has the switch (Qwen3's)
 
 
 @dataclass(frozen=True)

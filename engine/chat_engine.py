@@ -40,6 +40,7 @@ from engine.metrics import SchedulerWatch
 from engine.prompt import Message, RenderedPrompt, render_prompt
 from engine.quantize import weight_format
 from engine.sizing import KV_BLOCK_TOKENS, kv_cache_budget
+from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -165,26 +166,29 @@ class VllmEngine:
 
         asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
-    def render(self, system_prompt: str, history: list[Message], max_new_tokens: int) -> RenderedPrompt:
+    def render(self, system_prompt: str, history: list[Message], max_new_tokens: int,
+               thinking: bool = False) -> RenderedPrompt:
         """Render the conversation with the model's chat template, within the context left for a reply."""
-        return render_prompt(
-            self.tokenizer,
-            system_prompt,
-            history,
-            budget=self.settings.max_model_len - max_new_tokens,
-            template_options={"enable_thinking": self.settings.enable_thinking},
-        )
+        return render_prompt(self.tokenizer, system_prompt, history, budget=self.settings.max_model_len - max_new_tokens,
+                             template_options={"enable_thinking": thinking})
+
+    def _prepare(self, system_prompt: str, history: list[Message],
+                 sampling: Sampling) -> tuple[RenderedPrompt, ThinkingSplitter | None]:
+        prompt = self.render(system_prompt, history, sampling.max_new_tokens, sampling.thinking)
+        return prompt, splitter_for(self.tokenizer, prompt, sampling.thinking)
 
     async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
-        """`engine.api.ChatEngine.reply`: the prompt, rendered on a worker thread, then `stream_reply`."""
+        """`engine.api.ChatEngine.reply`: the prompt, rendered on a worker thread, then `stream_reply`, split into
+        thinking and answer where the model thinks."""
         try:
-            prompt = await asyncio.to_thread(self.render, system_prompt, history, sampling.max_new_tokens)
+            prompt, splitter = await asyncio.to_thread(self._prepare, system_prompt, history, sampling)
         except MessageTooLongError as error:
             yield Refused(str(error))
             return
         yield prompt
-        async with aclosing(self.stream_reply(prompt, sampling)) as events:  # closed, and so aborted, with this one
-            async for event in events:
+        stream = self.stream_reply(prompt, sampling)
+        async with aclosing(split_thinking(stream, splitter) if splitter else stream) as events:
+            async for event in events:  # closed, and so aborted, with this one
                 yield event
 
     def _submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:

@@ -31,6 +31,7 @@ from engine.bridge import Channel
 from engine.config import Settings
 from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
 from engine.prompt import Message, RenderedPrompt, render_prompt
+from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
 
 log = logging.getLogger(__name__)
 CHECK_SECONDS = 2.0
@@ -160,13 +161,16 @@ class RemoteEngine:
         while not self._stopping.wait(CHECK_SECONDS):
             self._check_all()
 
-    def render(self, system_prompt: str, history: list[Message], max_new_tokens: int) -> RenderedPrompt:
-        return render_prompt(self.tokenizer, system_prompt, history, budget=self.settings.max_model_len - max_new_tokens,
-                             template_options={"enable_thinking": self.settings.enable_thinking})
+    def _prepare(self, system_prompt: str, history: list[Message],
+                 sampling: Sampling) -> tuple[RenderedPrompt, ThinkingSplitter | None]:
+        prompt = render_prompt(self.tokenizer, system_prompt, history,
+                               budget=self.settings.max_model_len - sampling.max_new_tokens,
+                               template_options={"enable_thinking": sampling.thinking})
+        return prompt, splitter_for(self.tokenizer, prompt, sampling.thinking)
 
     async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
         try:
-            prompt = await asyncio.to_thread(self.render, system_prompt, history, sampling.max_new_tokens)
+            prompt, splitter = await asyncio.to_thread(self._prepare, system_prompt, history, sampling)
         except MessageTooLongError as error:
             yield Refused(str(error))
             return
@@ -175,7 +179,8 @@ class RemoteEngine:
             replica = self._pick()
             replica.in_flight += 1
             try:
-                async with aclosing(self._stream(replica, prompt, sampling)) as events:
+                stream = self._stream(replica, prompt, sampling)
+                async with aclosing(split_thinking(stream, splitter) if splitter else stream) as events:
                     async for event in events:
                         yield event
                 return

@@ -26,6 +26,7 @@ from typing import Callable
 
 from engine.api import ChatEngine
 from engine.config import Settings
+from engine.thinking import has_switch as has_thinking_switch  # for the UI: the model's template can think
 
 log = logging.getLogger(__name__)
 WATCH_INTERVAL = 1.0  # seconds between checks that the engine is alive

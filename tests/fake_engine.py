@@ -6,7 +6,9 @@ engine does. The reply is a script, not a model's:
 - it starts with how many messages it was given, `[N messages]`, so a test can tell what the app kept;
 - then words `w1 w2 ...` up to the reply budget, one every `TOKEN_SECONDS` whether or not the app keeps up
   (the words due since the app last asked arrive as one delta, as the real engine's do);
-- a question containing `[fail]` ends after three words with the engine-fault error a dead engine gives.
+- a question containing `[fail]` ends after three words with the engine-fault error a dead engine gives;
+- with `Sampling.thinking` on, its first `THINKING_WORDS` words are thinking (`t1 t2 ...`), as a thinking
+  model's are, and the answer follows.
 Its statistics are measured like the real engine's: times of its own tokens, counted.
 """
 
@@ -27,6 +29,7 @@ from engine.prompt import Message, render_prompt
 log = logging.getLogger(__name__)
 TOKEN_SECONDS = 0.02
 FAIL = "[fail]"
+THINKING_WORDS = 25  # half a second: time to press stop while it thinks
 
 
 class CharacterTokenizer:
@@ -61,7 +64,9 @@ class FakeEngine:
             yield Refused(str(error))
             return
         yield prompt
-        words = [f"[{len(history)} messages]", *(f" w{index}" for index in range(1, sampling.max_new_tokens))]
+        thinking = [f"t{index} " for index in range(1, THINKING_WORDS + 1)] if sampling.thinking else []
+        words = [*thinking, f"[{len(history)} messages]",
+                 *(f" w{index}" for index in range(1, sampling.max_new_tokens - len(thinking)))]
         last = 3 if FAIL in history[-1]["content"] else len(words)  # words said before the scripted fault
         started = time.perf_counter()
         stats = ReplyStats(prompt_tokens=len(prompt.token_ids), started=started)
@@ -77,7 +82,10 @@ class FakeEngine:
                 due = min(last, int((time.perf_counter() - started) / TOKEN_SECONDS))
                 stats = replace(stats, generated_tokens=due, first_token_at=started + TOKEN_SECONDS,
                                 last_token_at=started + due * TOKEN_SECONDS)
-                yield TextDelta("".join(words[said:due]), stats, token_ids=tuple(range(said, due)))
+                for kind, first, last_word in (("thinking", said, min(due, len(thinking))),
+                                               ("answer", max(said, len(thinking)), due)):
+                    if first < last_word:
+                        yield TextDelta("".join(words[first:last_word]), stats, kind, tuple(range(first, last_word)))
             yield Finished(replace(stats, finish_reason="length"))
         finally:
             self._running -= 1

@@ -6,7 +6,7 @@ import math
 from bench.ui_path import ChatClient
 from engine.config import load_settings
 from tests.browser import wait_until
-from ui.chat_options import checked, initial_options, limits
+from ui.chat_options import checked, initial_options, limits, sampling, widgets
 
 SETTINGS = load_settings({})
 
@@ -14,13 +14,21 @@ SETTINGS = load_settings({})
 def test_values_within_limits_are_taken_and_the_rest_refused_with_what_was_kept():
     previous = initial_options(SETTINGS)
     options, refused = checked(SETTINGS, previous, {"temperature": 1.2, "top_p": 0.5, "max_new_tokens": 64,
-                                                    "teaching": True, "live_stats": False})
-    assert options == {"temperature": 1.2, "top_p": 0.5, "max_new_tokens": 64, "teaching": True, "live_stats": False}
+                                                    "teaching": True, "live_stats": False, "thinking": True})
+    assert options == {"temperature": 1.2, "top_p": 0.5, "max_new_tokens": 64, "teaching": True, "live_stats": False,
+                       "thinking": True}
     assert refused == []
     options, refused = checked(SETTINGS, previous, {"temperature": 5, "top_p": "lots", "max_new_tokens": -3})
     assert options == previous and len(refused) == 3
     assert "5 is outside 0–2; 0.7 is kept" in refused[0] and "'lots'" in refused[1]
     assert checked(SETTINGS, previous, {"temperature": math.nan})[0] == previous
+
+
+def test_thinking_is_offered_only_where_the_template_has_the_switch_and_reaches_the_sampling():
+    offered = lambda switch: [widget.id for widget in widgets(SETTINGS, initial_options(SETTINGS), switch)]
+    assert "thinking" in offered(True) and "thinking" not in offered(False)
+    assert initial_options(SETTINGS)["thinking"] is SETTINGS.enable_thinking
+    assert sampling(SETTINGS, {**initial_options(SETTINGS), "thinking": True}).thinking
 
 
 def test_the_reply_budget_leaves_room_for_the_prompt():

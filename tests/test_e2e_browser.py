@@ -348,3 +348,31 @@ def test_stopping_while_a_reply_streams_leaves_no_engine_process(browser, paced_
                                  for pid in engine_pids), timeout=10)
     assert running.process.wait(timeout=10) is not None and time.monotonic() - stopped < 10
     page.close()
+
+
+def test_a_thinking_models_thought_is_a_collapsed_step_and_stays_out_of_the_next_prompt(browser, tmp_path):
+    """The tiny Qwen3 thinker (`tests/tiny_model.build_tiny_thinker`) with the chat's thinking switch on."""
+    from tests.tiny_model import build_tiny_thinker
+
+    model = build_tiny_thinker(tmp_path / "thinker")
+    script = json.loads((model / "script.json").read_text())
+    running = RunningApp(model, ARTIFACTS / "app-thinker.log", CHAT_TEMPERATURE="0", CHAT_MAX_MODEL_LEN="2048")
+    try:
+        running.wait_until_ready()
+        page = open_chat(browser, running)
+        set_option(page, "thinking", True)
+        set_option(page, "teaching", True)
+        assert ask_and_wait(page, "你好").startswith(script["answer"] + "\n")  # then its footer
+        thought = page.get_by_text("思考过程 Thinking").first
+        thought.wait_for()
+        assert script["thinking"][:12] not in page.inner_text("body")  # collapsed once the answer came
+        thought.click()
+        page.wait_for_selector(f"text={script['thinking'][:12]}", timeout=10_000)
+        page.wait_for_timeout(500)  # the step opens with an animation
+        page.screenshot(path=str(ARTIFACTS / "thinking.png"))
+        ask_and_wait(page, "还有呢？")
+        prompt = [step for _, step in socket_events(page, "update_message") if step["name"] == "提示词 Prompt"][-1]
+        assert script["answer"] in prompt["output"] and script["thinking"][:12] not in prompt["output"]
+        page.close()
+    finally:
+        running.stop()

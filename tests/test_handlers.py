@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tests.conftest import ARTIFACTS, FakeApp
-from tests.fake_engine import FAIL
+from tests.fake_engine import FAIL, THINKING_WORDS
 from tests.socket_chat import Visitor, until
 
 pytestmark = pytest.mark.fast
@@ -113,3 +113,44 @@ async def test_the_teaching_view_shows_the_prompt_the_engine_got(fake_app):
     assert prompts[-1].rstrip("`\n").endswith("<|im_start|>user\n第二个问题<|im_end|>\n<|im_start|>assistant")
     await visitor.socket.disconnect()
 
+
+
+def thoughts(visitor: Visitor) -> dict[str, dict]:
+    """The thinking steps the visitor was sent, by id: their streamed text and whether they ended."""
+    steps: dict[str, dict] = {}
+    for event, data in visitor.events:
+        if event == "stream_start" and data.get("name") == "思考过程 Thinking":
+            steps[data["id"]] = {"text": data["output"], "ended": False}
+        elif event == "stream_token" and data["id"] in steps:
+            steps[data["id"]]["text"] += data["token"]
+        elif event == "update_message" and data.get("id") in steps:
+            steps[data["id"]]["ended"] = bool(data.get("end"))
+    return steps
+
+
+async def test_thinking_streams_into_a_step_that_never_enters_the_history(fake_app):
+    visitor = await visit(fake_app)
+    await visitor.socket.emit("chat_settings_change", {"thinking": True, "teaching": True})
+    await visitor.ask_and_wait("第一个问题")
+    [thought] = thoughts(visitor).values()
+    assert thought == {"text": "".join(f"t{index} " for index in range(1, THINKING_WORDS + 1)), "ended": True}
+    await visitor.ask_and_wait("第二个问题")
+    assert visitor.text.split("[")[-1].startswith("3 messages]")  # question, answer, question
+    prompt = [data["output"] for event, data in visitor.events
+              if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt"][-1]
+    assert "<|im_start|>assistant\n[1 messages] w1" in prompt and "t1" not in prompt
+    await visitor.socket.disconnect()
+
+
+async def test_stop_while_thinking_keeps_the_thought_and_adds_nothing_to_the_history(fake_app):
+    visitor = await visit(fake_app)
+    await visitor.socket.emit("chat_settings_change", {"thinking": True})
+    await visitor.ask("第一个问题")
+    await until(lambda: any(thought["text"] for thought in thoughts(visitor).values()))
+    await visitor.socket.emit("stop")
+    await until(lambda: all(thought["ended"] for thought in thoughts(visitor).values()))
+    [stopped] = thoughts(visitor).values()
+    assert stopped["text"].startswith("t1 ") and "[" not in stopped["text"]
+    await visitor.socket.emit("chat_settings_change", {"thinking": False})
+    assert (await visitor.ask_and_wait("第二个问题")).startswith("[2 messages]")  # two questions, no answer
+    await visitor.socket.disconnect()

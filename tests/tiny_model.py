@@ -1,9 +1,14 @@
-"""Build a tiny random Qwen2 model folder, in Hugging Face format, for tests.
+"""Build tiny model folders, in Hugging Face format, for tests: a random Qwen2 model, and a Qwen3 one that thinks.
 
 The model is real as far as vLLM and transformers are concerned (Qwen2 architecture, a byte-level BPE
 tokenizer with Qwen2's pre-tokenizer split and special tokens, a ChatML chat template), but small enough
 to load in seconds on two cores. Its weights are random with a fixed seed, so its text is gibberish and
 greedy output is deterministic and never ends before its token budget. vLLM's CPU attention needs head_dim 64, hence hidden 128 with 2 heads.
+
+The thinker (`build_tiny_thinker`) is a Qwen3 model with Qwen3's thinking template whose weights are set, not
+trained, so that greedy decoding after the generation prompt writes `<think>`, a fixed thinking text, `</think>`,
+a fixed answer and `<|im_end|>`: its layers add nothing to the residual stream, so each next token depends on
+the last one only, and its output head maps each token of that script to the next.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from pathlib import Path
 
 import torch
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import Qwen2Config, Qwen2ForCausalLM
+from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
 
@@ -154,6 +159,58 @@ def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int 
         if echo:
             model.model.norm.weight.zero_()  # every logit 0: greedy decoding takes the first token, `echo`
     model.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_thinker(folder: Path, thinking_tokens: int = 24, answer_tokens: int = 16) -> Path:
+    """Write the thinking Qwen3 model into `folder`, and `script.json`: the thinking and the answer it writes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = _train_tokenizer(vocab_size=1024, first_tokens=[])
+    tokenizer.save(str(folder / "tokenizer.json"))
+    ids = {token: tokenizer.token_to_id(token) for token in SPECIAL_TOKENS}
+    thinking = ("<think>", "</think>")  # plain text in Qwen3's tokenizer, as here: not skipped when decoding
+    saved = json.loads((folder / "tokenizer.json").read_text())
+    for added in saved["added_tokens"]:
+        added["special"] = added["content"] not in thinking
+    (folder / "tokenizer.json").write_text(json.dumps(saved, ensure_ascii=False))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 16384, "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>", "bos_token": None, "unk_token": None, "chat_template": QWEN3_TEMPLATE,
+        "added_tokens_decoder": {str(ids[token]): {"content": token, "special": token not in thinking, "lstrip": False,
+                                                   "rstrip": False, "normalized": False, "single_word": False}
+                                 for token in SPECIAL_TOKENS}}, ensure_ascii=False, indent=2))
+    eos = [ids["<|im_end|>"], ids["<|endoftext|>"]]
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": eos, "pad_token_id": eos[1]}))
+
+    # The script: after the generation prompt's last token, "\n", come <think>, distinct prose tokens, </think>,
+    # more of them, and the end of the turn. Each token appears once, so "the next token" is a function of it.
+    newline = tokenizer.encode("\n").ids[0]
+    prose = [token for token in reversed(range(len(SPECIAL_TOKENS), tokenizer.get_vocab_size()))  # merges first
+             if token not in set(_non_prose_ids(tokenizer)) | set(ids.values()) | {newline}
+             and tokenizer.decode([token]).strip() and "\n" not in tokenizer.decode([token])]
+    thought, answer = prose[:thinking_tokens], prose[thinking_tokens:thinking_tokens + answer_tokens]
+    script = [newline, ids["<think>"], *thought, ids["</think>"], *answer, ids["<|im_end|>"]]
+    (folder / "script.json").write_text(json.dumps({"thinking": tokenizer.decode(thought), "answer":
+                                                    tokenizer.decode(answer)}, ensure_ascii=False))
+
+    hidden = 128
+    config = Qwen3Config(vocab_size=tokenizer.get_vocab_size(), hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=2, num_attention_heads=hidden // 64, num_key_value_heads=1, head_dim=64,
+                         max_position_embeddings=16384, tie_word_embeddings=False, eos_token_id=eos[0],
+                         bos_token_id=eos[1], torch_dtype="bfloat16")
+    torch.manual_seed(0)
+    model = Qwen3ForCausalLM(config)
+    with torch.no_grad():
+        embeddings = torch.nn.functional.normalize(torch.randn(config.vocab_size, hidden), dim=1)
+        model.get_input_embeddings().weight.copy_(embeddings)
+        for layer in model.model.layers:  # nothing added to the residual stream: it stays the token's embedding
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        head = torch.zeros(config.vocab_size, hidden)
+        for token, following in zip(script, script[1:]):
+            head[following] = 8 * embeddings[token]  # the next token's logit is far above every other's
+        model.lm_head.weight.copy_(head)
+    model.to(torch.bfloat16).save_pretrained(folder)
     return folder
 
 

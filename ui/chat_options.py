@@ -36,19 +36,21 @@ def limits(settings: Settings) -> dict[str, Limit]:
 SWITCHES = {
     "live_stats": "实时统计（侧栏）Live statistics (sidebar)",
     "teaching": "教学视图：显示完整提示词 Teaching view: show the exact prompt",
+    "thinking": "先思考再回答 Think before answering (the thinking shows in a step above the answer)",
 }
 
 
 def initial_options(settings: Settings) -> dict:
     return {"temperature": settings.temperature, "top_p": settings.top_p, "max_new_tokens": settings.max_new_tokens,
-            "live_stats": True, "teaching": False}
+            "live_stats": True, "teaching": False, "thinking": settings.enable_thinking}
 
 
-def widgets(settings: Settings, options: dict) -> list:
+def widgets(settings: Settings, options: dict, thinking_switch: bool) -> list:
+    """The settings dialog; the thinking switch only where the model's chat template has one."""
     sliders = [cl.input_widget.Slider(id=key, label=limit.label, initial=options[key], min=limit.low, max=limit.high,
                                       step=limit.step) for key, limit in limits(settings).items()]
     return sliders + [cl.input_widget.Switch(id=key, label=label, initial=options[key])
-                      for key, label in SWITCHES.items()]
+                      for key, label in SWITCHES.items() if key != "thinking" or thinking_switch]
 
 
 def checked(settings: Settings, previous: dict, proposed: dict) -> tuple[dict, list[str]]:
@@ -73,4 +75,4 @@ def checked(settings: Settings, previous: dict, proposed: dict) -> tuple[dict, l
 
 def sampling(settings: Settings, options: dict) -> Sampling:
     return Sampling(options["temperature"], options["top_p"], options["max_new_tokens"], settings.top_k,
-                    settings.repetition_penalty, settings.ignore_eos)
+                    settings.repetition_penalty, settings.ignore_eos, options["thinking"])
