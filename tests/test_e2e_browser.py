@@ -132,8 +132,8 @@ def test_two_sessions_share_one_engine(browser, app):
 
 @pytest.fixture(scope="module")
 def demo_app(demo_model_dir):
-    """The app as a new user runs it: no CHAT_MODEL, so the bundled demo model; greedy for a fixed answer."""
-    running = RunningApp("", ARTIFACTS / "app-demo.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="200")
+    """The app on the bundled 0.5B demo model, named as a user names it; greedy for a fixed answer."""
+    running = RunningApp("demo-0.5b", ARTIFACTS / "app-demo.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="200")
     running.wait_until_ready()
     yield running
     running.stop()
@@ -153,6 +153,23 @@ def test_demo_model_answers_the_tour_guide_in_chinese(browser, demo_app):
     assert not re.search(r"<\|[a-z_]+\|>", text), text
     page.screenshot(path=str(ARTIFACTS / "demo-chat.png"))
     page.close()
+
+
+def test_the_larger_demo_model_answers_the_tour_guide_in_chinese(browser):
+    """`CHAT_MODEL=demo-1.5b`, which ./test.sh's set-up prepares like the 0.5B one."""
+    question = "广州早茶有哪些必点的点心？"
+    running = RunningApp("demo-1.5b", ARTIFACTS / "app-demo-1.5b.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="80")
+    try:
+        running.wait_until_ready()
+        page = open_chat(browser, running)
+        text = ask_and_wait(page, question)
+        assert "Engine ready: Qwen2.5-Coder-1.5B-Instruct-Q4_K_M" in running.log()
+        assert len(re.findall(r"[\u4e00-\u9fff]", text.replace(question, ""))) >= 20, text
+        assert not re.search(r"<\|[a-z_]+\|>", text), text
+        page.screenshot(path=str(ARTIFACTS / "demo-1.5b-chat.png"))
+        page.close()
+    finally:
+        running.stop()
 
 
 READ_STATS = "Object.fromEntries([...document.querySelectorAll('[data-stat]')].map(e => [e.dataset.stat, e.innerText]))"
@@ -179,9 +196,10 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     final = page.evaluate(READ_STATS)
     history = page.evaluate("window.statHistory")
     streaming = [values for values in history if values.get("running") == "1"]
-    # While the reply streamed, the sidebar changed several times a second: speed and memory moved.
+    # While the reply streamed, the sidebar changed about every second (CHAT_SIDEBAR_UPDATE_SECONDS): speed, counts
+    # and memory moved. (The reply lasts about five seconds where the demo runs int8 fast.)
     assert len({values["tokens_per_s"] for values in streaming}) >= 3, streaming[-3:]
-    assert len({values["generated_tokens"] for values in streaming}) >= 10
+    assert len({values["generated_tokens"] for values in streaming}) >= 3
     assert len({(values["app_memory_mib"], values["system_used_mib"]) for values in streaming}) >= 2
     assert final["running"] == "0" and final["model"].startswith("Qwen2.5-Coder-0.5B-Instruct")
     assert final["weights"] == ("int8" if fast_int8() else resolve_dtype("auto"))
