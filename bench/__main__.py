@@ -28,10 +28,10 @@ from bench.isolate import run_isolated
 from bench.models import model_pair
 from bench.report import write_report
 from bench.ui_path import serve
-from bench.workload import CONCURRENCY, NEW_TOKENS, median_run
+from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS, median_run
 from engine.config import PROJECT_ROOT, load_settings
 from engine.hardware import fast_int8, resolve_dtype
-from engine.demo_model import NAME as DEMO_NAME
+from engine.demo_model import DEMOS
 from web.memory import tree_pss
 
 
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ui_concurrency = [1, 2] if arguments.quick else [1, 8]
     scratch = tempfile.TemporaryDirectory()
     model, int8 = model_pair(arguments.model, arguments.int8, Path(scratch.name))
-    gguf = arguments.gguf or (None if arguments.model else settings.cache_dir / "demo" / f"{DEMO_NAME}.gguf")
+    gguf = arguments.gguf or (None if arguments.model else settings.cache_dir / "demo" / f"{DEMOS[DEMO].name}.gguf")
     arguments.out.mkdir(parents=True, exist_ok=True)
 
     print("==> Memory bandwidth", flush=True)

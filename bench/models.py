@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.workload import DEMO
 from engine.config import load_settings
 from engine.model_cache import build_once
 from engine.model_source import resolve_model
@@ -16,5 +17,5 @@ def model_pair(model: Path | None, int8: Path | None, scratch: Path) -> tuple[Pa
     if model:
         return model, int8 or build_once(scratch / "int8", lambda out: quantize_folder(model, out))
     cache = load_settings().cache_dir
-    return (resolve_model("", cache, prepare=False, weights="original"),
-            resolve_model("", cache, prepare=False, weights="int8"))
+    return (resolve_model(DEMO, cache, prepare=False, weights="original"),
+            resolve_model(DEMO, cache, prepare=False, weights="int8"))

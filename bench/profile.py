@@ -25,6 +25,7 @@ from typing import Callable
 import psutil
 
 from bench.engine_runs import start_replies
+from bench.workload import DEMO
 from engine.api import Sampling
 from engine.chat_engine import VllmEngine
 from engine.config import PROJECT_ROOT, load_settings
@@ -88,7 +89,8 @@ async def decode(engine: VllmEngine, chats: int, tokens: int, sample: Callable[[
 
 def run(chats: int = 8, tokens: int = 320, seconds: int = 30) -> dict:
     settings = load_settings()
-    engine = VllmEngine.load(settings, resolve_model("", settings.cache_dir, prepare=False, weights=settings.weights))
+    engine = VllmEngine.load(settings, resolve_model(DEMO, settings.cache_dir, prepare=False,
+                                                     weights=settings.weights))
     spy = Path(sys.executable).with_name("py-spy")
     core = next(child.pid for child in psutil.Process().children(recursive=True)
                 if "EngineCore" in " ".join(child.cmdline()))

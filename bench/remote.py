@@ -24,7 +24,7 @@ from bench.then_now import ready_after
 from bench.ui_path import serve
 from bench.versus import questions
 from bench.vllm_server import VllmServer
-from bench.workload import stage_parser
+from bench.workload import DEMO, stage_parser
 from engine.config import load_settings
 from engine.model_source import resolve_model
 
@@ -44,7 +44,7 @@ def one_run(model: Path, tag: str, tokens: int, log: Path, **env: str) -> dict:
 def main() -> None:
     arguments = stage_parser("remote", __doc__, tokens=128, repeats=3).parse_args()
     settings = load_settings()
-    model = resolve_model("", settings.cache_dir, prepare=False, weights=settings.weights)
+    model = resolve_model(DEMO, settings.cache_dir, prepare=False, weights=settings.weights)
     half = psutil.cpu_count() // 2
     cores = [f"{first}-{first + half - 1}" if half > 1 else str(first) for first in (0, half)]
     with tempfile.TemporaryDirectory() as scratch:

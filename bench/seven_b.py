@@ -31,7 +31,7 @@ from transformers import AutoTokenizer
 
 from bench import llama_server
 from bench.versus import run_app, run_llama_servers, write
-from bench.workload import stage_parser
+from bench.workload import DEMO, stage_parser
 from engine.config import load_settings
 from engine.model_cache import build_once
 from engine.model_source import resolve_model
@@ -105,7 +105,7 @@ def main() -> None:
     parser = stage_parser("seven_b", __doc__, tokens=32, repeats=1)
     arguments = parser.parse_args()
     settings = load_settings()
-    demo = resolve_model("", settings.cache_dir, prepare=False, weights="original")
+    demo = resolve_model(DEMO, settings.cache_dir, prepare=False, weights="original")
     tools = llama_server.build(settings.cache_dir)
     bench_dir = settings.cache_dir / "bench"
     tokenizer = AutoTokenizer.from_pretrained(demo)

@@ -27,7 +27,7 @@ import psutil
 from bench.app_process import AppProcess
 from bench.ui_path import serve
 from bench.versus import questions
-from bench.workload import stage_parser
+from bench.workload import DEMO, stage_parser
 from engine.config import PROJECT_ROOT, load_settings
 from engine.model_source import resolve_model
 
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--baseline", default=BASELINE, help="the commit to compare with")
     arguments = parser.parse_args()
     settings = load_settings()
-    model = resolve_model("", settings.cache_dir, prepare=False, weights=settings.weights)
+    model = resolve_model(DEMO, settings.cache_dir, prepare=False, weights=settings.weights)
     with tempfile.TemporaryDirectory() as scratch:
         worktree = Path(scratch) / "baseline"
         subprocess.run(["git", "worktree", "add", "--detach", str(worktree), arguments.baseline], cwd=PROJECT_ROOT,

@@ -27,9 +27,9 @@ from transformers import AutoTokenizer
 from bench import llama_server
 from bench.app_process import AppProcess
 from bench.ui_path import serve as serve_app
-from bench.workload import QUESTIONS, stage_parser, system_prompt
+from bench.workload import DEMO, QUESTIONS, stage_parser, system_prompt
 from engine.config import Settings, load_settings
-from engine.demo_model import NAME as DEMO_NAME
+from engine.demo_model import DEMOS
 from web.memory import tree_pss
 from engine.model_source import resolve_model
 from engine.prompt import render_prompt
@@ -157,10 +157,10 @@ def main() -> None:
     parser = stage_parser("versus", __doc__, tokens=128, repeats=3)
     arguments = parser.parse_args()
     settings = load_settings()
-    folder = resolve_model("", settings.cache_dir, prepare=False, weights="original")
-    served = resolve_model("", settings.cache_dir, prepare=False, weights=settings.weights)
+    folder = resolve_model(DEMO, settings.cache_dir, prepare=False, weights="original")
+    served = resolve_model(DEMO, settings.cache_dir, prepare=False, weights=settings.weights)
     tools = llama_server.build(settings.cache_dir)
-    ggufs = {"Q4_K_M": settings.cache_dir / "demo" / f"{DEMO_NAME}.gguf",
+    ggufs = {"Q4_K_M": settings.cache_dir / "demo" / f"{DEMOS[DEMO].name}.gguf",
              "Q8_0": llama_server.gguf(tools, folder, "Q8_0", settings.cache_dir)}
     tokenizer = AutoTokenizer.from_pretrained(folder)
     with tempfile.TemporaryDirectory() as scratch:

@@ -16,6 +16,7 @@ from engine.config import PROJECT_ROOT
 from ui.personas import load_personas
 from engine.prompt import RenderedPrompt, render_prompt
 
+DEMO = "demo-0.5b"  # the model every benchmark runs unless told otherwise (their figures so far are all on it)
 NEW_TOKENS = 128
 CONCURRENCY = (1, 2, 4, 8)
 QUESTIONS = [

@@ -1,6 +1,7 @@
 """Where the model comes from: `CHAT_MODEL` resolved to a local Hugging Face folder.
 
-`CHAT_MODEL` may be empty (the bundled demo model), a local model folder, a `.gguf` file, or a
+`CHAT_MODEL` may be empty (the default bundled demo model: `default_demo`), `demo-0.5b` or `demo-1.5b` (a
+bundled demo model by name), a local model folder, a `.gguf` file, or a
 ModelScope model id such as `Qwen/Qwen2.5-7B-Instruct`. Anything that has to be fetched or converted
 is prepared only by the set-up step (`prepare=True`, run by `./run.sh` and `./test.sh`), into the
 app's cache or ModelScope's; the app itself (`prepare=False`) only looks things up, so starting it
@@ -17,8 +18,7 @@ from typing import Callable
 from modelscope import snapshot_download
 from modelscope_hub.errors import CacheNotFound, HubError
 
-from engine.demo_model import NAME as DEMO_NAME
-from engine.demo_model import fetch_demo_gguf
+from engine.demo_model import DEMOS, fetch_demo_gguf
 from engine.errors import ModelLoadError
 from engine.gguf_import import convert_gguf
 from engine.hardware import fast_int8
@@ -29,20 +29,29 @@ MODELSCOPE_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 PREPARE_HINT = "Run ./run.sh (it prepares the model before starting the app) or `.venv/bin/python -m engine.prepare`."
 
 
+def default_demo() -> str:
+    """The demo model an empty `CHAT_MODEL` serves: the 1.5B where the CPU computes int8 fast (it streams a reply
+    faster than people read there, and answers better), else the 0.5B (README, "The bundled demo models")."""
+    return "demo-1.5b" if fast_int8() else "demo-0.5b"
+
+
 def resolve_model(spec: str, cache_dir: Path, prepare: bool, weights: str = "auto") -> Path:
     """The local folder for `spec` (the `CHAT_MODEL` setting) in the `weights` format (`CHAT_WEIGHTS`; `auto`
-    serves the demo model in int8 where the CPU computes int8 fast, see `fast_int8`); fetch, convert or
+    serves a demo model in int8 where the CPU computes int8 fast, see `fast_int8`); fetch, convert or
     quantise it only if `prepare`."""
     folder = _source_folder(spec, cache_dir, prepare)
-    if weights == "int8" or (weights == "auto" and not spec and fast_int8()):
-        return _int8(folder, cache_dir, prepare, "The bundled demo model" if not spec else f"CHAT_MODEL={spec}")
+    demo = not spec or spec in DEMOS
+    if weights == "int8" or (weights == "auto" and demo and fast_int8()):
+        return _int8(folder, cache_dir, prepare, "The bundled demo model" if demo else f"CHAT_MODEL={spec}")
     return folder
 
 
 def _source_folder(spec: str, cache_dir: Path, prepare: bool) -> Path:
-    if not spec:
-        return _converted(cache_dir / "demo" / DEMO_NAME, lambda: fetch_demo_gguf(cache_dir / "demo"), prepare,
-                          "The bundled demo model")
+    if not spec or spec in DEMOS:
+        name = spec or default_demo()
+        demo = DEMOS[name]
+        return _converted(cache_dir / "demo" / demo.name, lambda: fetch_demo_gguf(cache_dir / "demo", demo), prepare,
+                          f"The bundled {name} demo model")
     path = Path(spec).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         return _converted(_gguf_cache_folder(path, cache_dir), lambda: path, prepare, f"CHAT_MODEL={spec}")
@@ -51,7 +60,8 @@ def _source_folder(spec: str, cache_dir: Path, prepare: bool) -> Path:
     if MODELSCOPE_ID.fullmatch(spec):
         return _modelscope_folder(spec, prepare)
     raise ModelLoadError(f"CHAT_MODEL={spec}: there is no such folder or file. Set it to a model folder, "
-                         "a .gguf file or a ModelScope id such as Qwen/Qwen2.5-7B-Instruct.")
+                         "a .gguf file, a ModelScope id such as Qwen/Qwen2.5-7B-Instruct, or a bundled demo model: "
+                         f"{', '.join(DEMOS)}.")
 
 
 def _converted(folder: Path, source: Callable[[], Path], prepare: bool, what: str) -> Path:

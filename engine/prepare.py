@@ -1,4 +1,4 @@
-"""`python -m engine.prepare [--demo]`: download or convert the configured model before the app starts.
+"""`python -m engine.prepare [--demo [demo-0.5b|demo-1.5b]]`: download or convert the configured model before the app starts.
 
 The set-up step (`scripts/setup.sh`, so `./run.sh` and `./test.sh`) runs this; it is the only place
 where models are downloaded or converted. It reads `.env` from the working directory as Chainlit does,
@@ -14,19 +14,21 @@ import sys
 from dotenv import load_dotenv
 
 from engine.config import load_settings
+from engine.demo_model import DEMOS
 from engine.errors import ChatError
 from engine.model_source import resolve_model
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.prepare", description=__doc__.splitlines()[0])
-    parser.add_argument("--demo", action="store_true", help="prepare the bundled demo model whatever CHAT_MODEL says")
+    parser.add_argument("--demo", nargs="?", const="", choices=["", *DEMOS],
+                        help="prepare a bundled demo model (the default one without a name) whatever CHAT_MODEL says")
     arguments = parser.parse_args(argv)
     load_dotenv(os.path.join(os.getcwd(), os.getenv("CHAINLIT_ENV_FILE", ".env")))
     try:
         settings = load_settings()
-        folder = resolve_model("" if arguments.demo else settings.model, settings.cache_dir, prepare=True,
-                               weights=settings.weights)
+        folder = resolve_model(settings.model if arguments.demo is None else arguments.demo, settings.cache_dir,
+                               prepare=True, weights=settings.weights)
     except ChatError as error:
         print(f"\nCannot prepare the model: {error}\n", file=sys.stderr)
         return 2

@@ -3,7 +3,7 @@
 # this user may install it (when .venv is first created), and the model the app will use (the bundled demo
 # model in int8 unless CHAT_MODEL / CHAT_WEIGHTS say otherwise: downloaded, converted and quantised once
 # into a cache outside the checkout). With "test": also the test and benchmark packages, Debian's
-# Chromium, a CJK font, strace and systemd-analyze, always the demo model, and the wheels of the offline
+# Chromium, a CJK font, strace and systemd-analyze, always both demo models, and the wheels of the offline
 # bundle. Safe to run again: it skips what is done, and then touches no network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +39,8 @@ if [[ ${1:-} == test ]]; then
             || ! command -v strace >/dev/null || ! command -v systemd-analyze >/dev/null; then
         apt_install chromium fonts-noto-cjk libtcmalloc-minimal4 strace systemd
     fi
-    "$venv/bin/python" -m engine.prepare --demo
+    "$venv/bin/python" -m engine.prepare --demo demo-0.5b  # the tests' demo model
+    "$venv/bin/python" -m engine.prepare --demo demo-1.5b  # for one end-to-end test and bench.demos
     "$venv/bin/python" -m deploy.wheelhouse
 else
     # Only with a new .venv: later runs, and an install from the offline bundle, never reach for apt.

@@ -32,13 +32,13 @@ def paced_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_model_dir() -> Path:
-    """The bundled demo model, which ./test.sh's set-up prepares: a test never downloads it."""
+    """The bundled 0.5B demo model, which ./test.sh's set-up prepares: a test never downloads it."""
     from engine.config import load_settings
     from engine.errors import ChatError
     from engine.model_source import resolve_model
 
     try:
-        return resolve_model("", load_settings().cache_dir, prepare=False)
+        return resolve_model("demo-0.5b", load_settings().cache_dir, prepare=False)
     except ChatError as error:
         pytest.fail(f"{error} (./test.sh prepares it before running the tests)")
 

@@ -18,7 +18,7 @@ from gguf import GGUFReader
 from transformers import AutoTokenizer
 from transformers.convert_slow_tokenizer import bytes_to_unicode
 
-from engine.demo_model import NAME
+from engine.demo_model import DEMOS
 
 QWEN_PATTERN = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 QWEN_SPECIAL = {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645}
@@ -46,7 +46,7 @@ def reference() -> tiktoken.Encoding:
 
 @pytest.fixture(scope="module")
 def gguf_reader(demo_model_dir):
-    return GGUFReader(demo_model_dir.parent / f"{NAME}.gguf")
+    return GGUFReader(demo_model_dir.parent / f"{DEMOS['demo-0.5b'].name}.gguf")
 
 
 def test_vocabulary_and_merges_are_qwen2s(tokenizer, reference, demo_model_dir):

@@ -24,9 +24,23 @@ def test_a_missing_path_says_what_chat_model_may_be(tmp_path):
 
 
 def test_the_demo_model_is_never_fetched_by_the_app(tmp_path, monkeypatch):
-    monkeypatch.setattr(model_source, "fetch_demo_gguf", lambda folder: pytest.fail("the app fetched"))
+    monkeypatch.setattr(model_source, "fetch_demo_gguf", lambda *_: pytest.fail("the app fetched"))
     with pytest.raises(ModelLoadError, match=r"demo model is not converted yet.*\./run\.sh"):
         resolve_model("", tmp_path, prepare=False)
+
+
+def test_the_bundled_demo_models_go_by_name_and_an_unknown_name_lists_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(model_source, "fetch_demo_gguf", lambda *_: pytest.fail("the app fetched"))
+    with pytest.raises(ModelLoadError, match=r"demo-1\.5b demo model is not converted yet"):
+        resolve_model("demo-1.5b", tmp_path, prepare=False, weights="original")
+    with pytest.raises(ModelLoadError, match="demo-0.5b, demo-1.5b"):
+        resolve_model("demo-7b", tmp_path, prepare=False)
+
+
+def test_an_empty_chat_model_serves_the_larger_demo_only_where_int8_is_fast(monkeypatch):
+    for fast, expected in ((True, "demo-1.5b"), (False, "demo-0.5b")):
+        monkeypatch.setattr(model_source, "fast_int8", lambda: fast)
+        assert model_source.default_demo() == expected
 
 
 def test_a_gguf_file_is_converted_once_and_a_damaged_copy_is_rebuilt(tiny_model_dir, tmp_path, monkeypatch):
