@@ -20,7 +20,8 @@ import chainlit as cl
 from chainlit.utils import utc_now
 
 from web.admission import ReplyGate
-from engine.api import ChatEngine, Finished, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling, TextDelta
+from engine.api import (ChatEngine, Finished, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling, TextDelta,
+                        TokenProbability)
 from engine.config import load_settings
 from engine.errors import ChatError, MemoryLowError
 from web.memory import GIB, MemoryGuard, MemoryMonitor
@@ -35,6 +36,7 @@ from history.store import ChatStore
 from ui import chat_options
 from ui.dashboard import Dashboard, footer, footer_figures
 from ui.thought import Thought
+from ui.tokens import prompt_view, token_view
 from ui.language import chinese_first
 from ui.offline import serve_page_offline
 from web import telemetry
@@ -291,6 +293,7 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: Asyn
     was said (also when stopped) in the conversation, and never the thinking."""
     reply = cl.Message(content="", metadata={REPLY: {}})
     thought = Thought(parent_id=reply.parent_id)  # beside the reply, in the same run
+    probabilities: list[TokenProbability] = []  # with the teaching view on
     stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
     dashboard: Dashboard | None = cl.user_session.get("dashboard")
     if dashboard:
@@ -302,6 +305,8 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: Asyn
             stats, finished = event.stats, isinstance(event, Finished)
             if dashboard:
                 dashboard.last_reply = stats
+            if isinstance(event, TextDelta):
+                probabilities.extend(event.logprobs)
             if isinstance(event, TextDelta) and event.kind == "thinking":
                 await thought.add(event.text)
             elif isinstance(event, TextDelta) and (text := event.text if reply.content else event.text.lstrip()):
@@ -336,7 +341,7 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: Asyn
         # A stopped reply stays in the chat and in the conversation as what the assistant said.
         if reply.content:
             conversation.answer(reply.id, reply.content)
-            reply.elements = [footer(stats)]
+            reply.elements = [footer(stats), *([token_view(probabilities)] if probabilities else [])]
             reply.metadata[REPLY] = footer_figures(stats)  # stored with it: elements are not
             await reply.update()
         if dashboard:
@@ -346,7 +351,8 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: Asyn
 async def show_prompt(prompt: RenderedPrompt, sampling: Sampling) -> None:
     """The teaching view: the exact text the chat template produced, special tokens included."""
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", prompt.text)), default=0))
-    async with cl.Step(name="提示词 Prompt", type="tool", show_input=False) as step:
+    async with cl.Step(name="提示词 Prompt", type="tool", show_input=False,
+                       elements=[prompt_view(prompt)] if prompt.pieces else None) as step:
         step.output = (
             f"**{len(prompt.token_ids)} tokens** · temperature {sampling.temperature} · top_p {sampling.top_p} · "
             f"top_k {sampling.top_k} · repetition_penalty {sampling.repetition_penalty} · "

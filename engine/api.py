@@ -25,6 +25,7 @@ class Sampling:
     repetition_penalty: float = 1.0  # 1 = off
     ignore_eos: bool = False  # benchmarks and tests generate an exact count
     thinking: bool = False  # think before answering, where the chat template has the switch (Qwen3's)
+    logprobs: int = 0  # the most likely alternatives to report for each token (the teaching view), 0 = none
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,18 @@ class Refused:
 
 
 @dataclass(frozen=True)
+class TokenProbability:
+    """One generated token as the model weighed it: its id, its text (`engine.tokens.piece`), its log-probability
+    as the model gave it (before temperature, top-k, top-p and penalties), and the most likely tokens at its
+    place as (id, text, log-probability), most likely first."""
+
+    token_id: int
+    piece: str
+    logprob: float
+    top: tuple[tuple[int, str, float], ...]
+
+
+@dataclass(frozen=True)
 class TextDelta:
     """New text of the reply, with the statistics as of its last token."""
 
@@ -66,6 +79,7 @@ class TextDelta:
     stats: ReplyStats
     kind: Literal["answer", "thinking"] = "answer"
     token_ids: tuple[int, ...] = ()
+    logprobs: tuple[TokenProbability, ...] = ()  # one per token, when `Sampling.logprobs` asked for them
 
 
 @dataclass(frozen=True)
@@ -81,7 +95,8 @@ def coalesce(events: list[TextDelta | Finished]) -> list[TextDelta | Finished]:
     consumer that fell behind catches up in one step instead of paying its per-delta cost for each."""
     deltas = [event for event in events if isinstance(event, TextDelta)]
     merged = [TextDelta("".join(delta.text for delta in deltas), deltas[-1].stats, deltas[-1].kind,
-                        tuple(token for delta in deltas for token in delta.token_ids))] if deltas else []
+                        tuple(token for delta in deltas for token in delta.token_ids),
+                        tuple(token for delta in deltas for token in delta.logprobs))] if deltas else []
     return merged + [event for event in events if isinstance(event, Finished)]
 
 

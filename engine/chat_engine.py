@@ -31,7 +31,8 @@ from vllm.sampling_params import RequestOutputKind
 from vllm.utils.ompmultiprocessing import OMPProcessManager
 from vllm.v1.engine.async_llm import AsyncLLM
 
-from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta, coalesce
+from engine.api import (EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability,
+                        coalesce)
 from engine.bridge import Channel
 from engine.config import Settings
 from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
@@ -41,6 +42,7 @@ from engine.prompt import Message, RenderedPrompt, render_prompt
 from engine.quantize import weight_format
 from engine.sizing import KV_BLOCK_TOKENS, kv_cache_budget
 from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
+from engine.tokens import pieces, with_pieces
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -175,6 +177,8 @@ class VllmEngine:
     def _prepare(self, system_prompt: str, history: list[Message],
                  sampling: Sampling) -> tuple[RenderedPrompt, ThinkingSplitter | None]:
         prompt = self.render(system_prompt, history, sampling.max_new_tokens, sampling.thinking)
+        if sampling.logprobs:  # the teaching view shows the prompt's tokens too
+            prompt = with_pieces(self.tokenizer, prompt)
         return prompt, splitter_for(self.tokenizer, prompt, sampling.thinking)
 
     async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
@@ -190,6 +194,19 @@ class VllmEngine:
         async with aclosing(split_thinking(stream, splitter) if splitter else stream) as events:
             async for event in events:  # closed, and so aborted, with this one
                 yield event
+
+    def _probabilities(self, completion, alternatives: int | None) -> tuple[TokenProbability, ...]:
+        """vLLM's log-probabilities of each new token and of the `alternatives` likeliest at its place."""
+        if not alternatives or not completion.logprobs:
+            return ()
+        chosen = []
+        for token_id, entry in zip(completion.token_ids, completion.logprobs):
+            top = sorted((item for item in entry.items() if item[1].rank <= alternatives), key=lambda item: item[1].rank)
+            texts = pieces(self.tokenizer, [token_id, *(other for other, _ in top)])
+            chosen.append(TokenProbability(token_id, texts[0], entry[token_id].logprob,
+                                           tuple((other, text, value.logprob)
+                                                 for (other, value), text in zip(top, texts[1:]))))
+        return tuple(chosen)
 
     def _submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
         if self._llm.errored or not self._thread.is_alive():
@@ -211,7 +228,8 @@ class VllmEngine:
                 if completion.token_ids:
                     stats = replace(stats, first_token_at=stats.first_token_at or now, last_token_at=now,
                                     generated_tokens=stats.generated_tokens + len(completion.token_ids))
-                    channel.put(TextDelta(completion.text, stats, token_ids=tuple(completion.token_ids)))
+                    channel.put(TextDelta(completion.text, stats, token_ids=tuple(completion.token_ids),
+                                          logprobs=self._probabilities(completion, params.logprobs)))
         except asyncio.CancelledError:
             # Wakes a consumer that is still waiting (an engine shutdown rather than a stop button).
             channel.close(EngineUnavailableError("The reply was cancelled because the engine is stopping."))
@@ -234,6 +252,7 @@ class VllmEngine:
             repetition_penalty=sampling.repetition_penalty,
             max_tokens=sampling.max_new_tokens,
             ignore_eos=sampling.ignore_eos,
+            logprobs=sampling.logprobs or None,
             output_kind=RequestOutputKind.DELTA,
         )
         channel: Channel[TextDelta | Finished] = Channel(asyncio.get_running_loop())

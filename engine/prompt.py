@@ -29,6 +29,8 @@ class RenderedPrompt:
     text: str  # the exact prompt, special tokens included
     token_ids: list[int]
     dropped_messages: int  # how many of the oldest history messages were left out to fit
+    pieces: tuple[str, ...] = ()  # each token's text (`engine.tokens`), for the teaching view
+    special_ids: frozenset[int] = frozenset()  # which of its tokens are the template's special tokens
 
 
 def render_prompt(

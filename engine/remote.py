@@ -32,6 +32,7 @@ from engine.config import Settings
 from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
 from engine.prompt import Message, RenderedPrompt, render_prompt
 from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
+from engine.tokens import with_pieces
 
 log = logging.getLogger(__name__)
 CHECK_SECONDS = 2.0
@@ -166,6 +167,8 @@ class RemoteEngine:
         prompt = render_prompt(self.tokenizer, system_prompt, history,
                                budget=self.settings.max_model_len - sampling.max_new_tokens,
                                template_options={"enable_thinking": sampling.thinking})
+        if sampling.logprobs:  # the teaching view shows the prompt's tokens
+            prompt = with_pieces(self.tokenizer, prompt)
         return prompt, splitter_for(self.tokenizer, prompt, sampling.thinking)
 
     async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:

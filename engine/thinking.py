@@ -77,9 +77,11 @@ class ThinkingSplitter:
     def _parts(delta: TextDelta, message) -> list[TextDelta]:
         parts = [(kind, text) for kind, text in (("thinking", message and message.reasoning),
                                                  ("answer", message and message.content)) if text]
-        # A delta split in two keeps no token ids: the parser does not say which tokens went where.
-        return [replace(delta, text=text, kind=kind, token_ids=delta.token_ids if len(parts) == 1 else ())
-                for kind, text in parts]
+        # A delta split in two keeps no token ids: the parser does not say which tokens went where. Its tokens'
+        # probabilities go with its first part.
+        return [replace(delta, text=text, kind=kind, token_ids=delta.token_ids if len(parts) == 1 else (),
+                        logprobs=delta.logprobs if index == 0 else ())
+                for index, (kind, text) in enumerate(parts)]
 
 
 async def split_thinking(events: AsyncIterator[TextDelta | Finished],

@@ -268,6 +268,40 @@ def test_teaching_view_shows_the_exact_prompt(browser, app, paced_model_dir):
     page.close()
 
 
+def test_teaching_view_shows_a_replys_tokens_with_their_probabilities(browser, app, paced_model_dir):
+    from transformers import AutoTokenizer
+
+    page = open_chat(browser, app)
+    set_option(page, "teaching", True)
+    ask_and_wait(page, "广州")
+    page.wait_for_selector("[data-token-view] [data-token-id]", timeout=10_000)
+    shown = page.locator("[data-token-view]").last.locator("[data-token-id]").evaluate_all(
+        "spans => spans.map(span => [Number(span.dataset.tokenId), Number(span.dataset.prob)])")
+    reply_text = [step["output"] for _, step in socket_events(page, "update_message")
+                  if step["type"] == "assistant_message" and step["output"]][-1]
+    tokenizer = AutoTokenizer.from_pretrained(paced_model_dir)
+    assert tokenizer.decode([token for token, _ in shown]) == reply_text
+    assert len(shown) == 200 and all(0 < prob <= 1 for _, prob in shown)
+    page.locator("[data-token-view]").last.locator("[data-token-id]").nth(3).click()
+    alternatives = page.locator("[data-alternatives] [data-alternative-id]").evaluate_all(
+        "rows => rows.map(row => [Number(row.dataset.alternativeId), Number(row.dataset.prob)])")
+    assert len(alternatives) == 5 and shown[3][0] in [token for token, _ in alternatives]
+    assert [prob for _, prob in alternatives] == sorted((prob for _, prob in alternatives), reverse=True)
+    page.screenshot(path=str(ARTIFACTS / "tokens.png"))
+
+    # The prompt's tokens, in the prompt step: its ids, the template's special tokens marked.
+    page.get_by_text("提示词 Prompt").first.click()  # the step opens
+    page.wait_for_selector("[data-token-view] [data-special]", timeout=10_000)
+    prompt_tokens = page.locator("[data-token-view]").first.locator("[data-token-id]").evaluate_all(
+        "spans => spans.map(span => [Number(span.dataset.tokenId), span.dataset.special !== undefined])")
+    output = [step for _, step in socket_events(page, "update_message") if step["name"] == "提示词 Prompt"][-1]["output"]
+    prompt_text = output.split("```text\n", 1)[1].rsplit("\n```", 1)[0]
+    assert [token for token, _ in prompt_tokens] == tokenizer.encode(prompt_text)
+    assert {token for token, special in prompt_tokens if special} == {
+        tokenizer.convert_tokens_to_ids(marker) for marker in ("<|im_start|>", "<|im_end|>")}
+    page.close()
+
+
 def test_low_memory_refuses_new_replies_with_a_message(browser, tiny_model_dir):
     # A threshold above this machine's memory: the guard must refuse, say why, and warn in the sidebar.
     running = RunningApp(tiny_model_dir, ARTIFACTS / "app-low-memory.log", CHAT_MIN_AVAILABLE_GIB="100000")

@@ -56,6 +56,21 @@ async def test_top_k_and_repetition_penalty_reach_the_engine(engine):
     assert "".join(penalised) != "".join(greedy)
 
 
+async def test_with_logprobs_asked_each_token_comes_with_its_probability_and_the_likeliest_alternatives(engine):
+    events = [event async for event in engine.reply("你是导游", [{"role": "user", "content": "广州"}],
+                                                    Sampling(0.0, 1.0, 16, ignore_eos=True, logprobs=5))]
+    deltas = [event for event in events if isinstance(event, TextDelta)]
+    tokens = [token for delta in deltas for token in delta.logprobs]
+    assert [token.token_id for token in tokens] == [token for delta in deltas for token in delta.token_ids]
+    assert "".join(delta.text for delta in deltas) == engine.tokenizer.decode([token.token_id for token in tokens])
+    for token in tokens:
+        likeliest = [logprob for _, _, logprob in token.top]
+        assert len(token.top) == 5 and likeliest == sorted(likeliest, reverse=True)
+        assert token.logprob >= likeliest[0] - 1e-2  # greedy took the likeliest (up to a tie in bfloat16)
+    without = [event async for event in engine.reply("你是导游", [{"role": "user", "content": "广州"}], GREEDY)]
+    assert all(not event.logprobs for event in without if isinstance(event, TextDelta))
+
+
 async def test_special_tokens_never_reach_the_text(engine):
     # Sampled replies of the random model do produce special tokens; they must not show.
     for seed_question in ("你好", "hello", "早茶", "白云山"):

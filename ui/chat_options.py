@@ -14,6 +14,7 @@ import chainlit as cl
 
 from engine.api import Sampling
 from engine.config import Settings
+from ui.tokens import ALTERNATIVES
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def limits(settings: Settings) -> dict[str, Limit]:
 
 SWITCHES = {
     "live_stats": "实时统计（侧栏）Live statistics (sidebar)",
-    "teaching": "教学视图：显示完整提示词 Teaching view: show the exact prompt",
+    "teaching": "教学视图：显示完整提示词和每个词元的概率 Teaching view: the exact prompt, and each token's probability",
     "thinking": "先思考再回答 Think before answering (the thinking shows in a step above the answer)",
 }
 
@@ -75,4 +76,5 @@ def checked(settings: Settings, previous: dict, proposed: dict) -> tuple[dict, l
 
 def sampling(settings: Settings, options: dict) -> Sampling:
     return Sampling(options["temperature"], options["top_p"], options["max_new_tokens"], settings.top_k,
-                    settings.repetition_penalty, settings.ignore_eos, options["thinking"])
+                    settings.repetition_penalty, settings.ignore_eos, options["thinking"],
+                    logprobs=ALTERNATIVES if options["teaching"] else 0)

@@ -1,0 +1,73 @@
+"""`python -m bench.logprobs`: what the teaching view's token probabilities cost the engine's decode speed.
+
+This app's engine on the demo model (the weights the app serves here) writes `--tokens` tokens (greedy,
+end-of-sequence ignored) for one chat and for eight at once, with vLLM's log-probabilities of the five likeliest
+tokens at each place (`Sampling.logprobs`, what the teaching view asks for) and without, alternating, `--repeats`
+times, every question new to the engine; medians. Writes `docs/benchmark/logprobs.json`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+
+from bench.versus import questions
+from bench.workload import DEMO, Reply, stage_parser, summarise, system_prompt
+from engine.api import ReplyStats, Sampling
+from engine.chat_engine import VllmEngine
+from engine.config import load_settings
+from engine.model_source import resolve_model
+from engine.prompt import render_prompt
+from ui.tokens import ALTERNATIVES
+
+CHATS = (1, 8)
+
+
+async def serve(engine: VllmEngine, chats: int, sampling: Sampling, tag: str) -> float:
+    """Tokens per second over all `chats` replies, submitted together."""
+    rendered = [render_prompt(engine.tokenizer, system_prompt(), [{"role": "user", "content": question}],
+                              budget=engine.settings.max_model_len - sampling.max_new_tokens)
+                for question in questions(tag, chats)]
+    latest = [ReplyStats(len(prompt.token_ids)) for prompt in rendered]
+
+    async def chat(index: int) -> None:
+        async for event in engine.stream_reply(rendered[index], sampling):
+            latest[index] = event.stats
+
+    arrival = time.perf_counter()
+    await asyncio.gather(*(chat(index) for index in range(chats)))
+    return summarise([Reply(reply.first_token_at - arrival, reply.last_token_at - arrival, reply.generated_tokens)
+                      for reply in latest])["aggregate_tokens_per_s"]
+
+
+def main() -> None:
+    arguments = stage_parser("logprobs", __doc__, tokens=128, repeats=3).parse_args()
+    settings = load_settings()
+    model = resolve_model(DEMO, settings.cache_dir, prepare=False, weights=settings.weights)
+    engine = VllmEngine.load(settings, model)
+    sides = {"off": 0, "on": ALTERNATIVES}
+    runs: dict[str, dict[int, list[float]]] = {side: {chats: [] for chats in CHATS} for side in sides}
+    try:
+        for repeat in range(arguments.repeats):
+            for chats in CHATS:
+                for side, alternatives in sides.items():
+                    sampling = Sampling(0.0, 1.0, arguments.tokens, ignore_eos=True, logprobs=alternatives)
+                    rate = asyncio.run(serve(engine, chats, sampling, f"logprobs-{side}-{chats}-{repeat}"))
+                    runs[side][chats].append(round(rate, 1))
+                    print(f"==> logprobs {side}, {chats} chats, run {repeat + 1}: {rate:.1f} tokens/s", flush=True)
+    finally:
+        engine.shutdown()
+    medians = {side: {f"{chats}_chats_tokens_per_s": statistics.median(rates) for chats, rates in by_chats.items()}
+               for side, by_chats in runs.items()}
+    result = {"model": model.name, "weights": engine.weight_format, "new_tokens": arguments.tokens,
+              "repeats": arguments.repeats, "alternatives": ALTERNATIVES, "median": medians, "runs": runs,
+              "on_over_off": {key: round(medians["on"][key] / medians["off"][key], 2) for key in medians["off"]}}
+    Path(arguments.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({key: result[key] for key in ("median", "on_over_off")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
