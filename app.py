@@ -36,7 +36,7 @@ from history.store import ChatStore
 from ui import chat_options
 from ui.dashboard import Dashboard, footer, footer_figures
 from ui.thought import Thought
-from ui.tokens import prompt_view, token_view
+from ui.tokens import WEIGH_PROMPT, prompt_view, token_view, weighed_prompt
 from ui.language import chinese_first
 from ui.offline import serve_page_offline
 from web import telemetry
@@ -341,7 +341,7 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: Asyn
         # A stopped reply stays in the chat and in the conversation as what the assistant said.
         if reply.content:
             conversation.answer(reply.id, reply.content)
-            reply.elements = [footer(stats), *([token_view(probabilities)] if probabilities else [])]
+            reply.elements = [footer(stats), *([token_view(probabilities, sampling)] if probabilities else [])]
             reply.metadata[REPLY] = footer_figures(stats)  # stored with it: elements are not
             await reply.update()
         if dashboard:
@@ -351,13 +351,31 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: Asyn
 async def show_prompt(prompt: RenderedPrompt, sampling: Sampling) -> None:
     """The teaching view: the exact text the chat template produced, special tokens included."""
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", prompt.text)), default=0))
-    async with cl.Step(name="提示词 Prompt", type="tool", show_input=False,
-                       elements=[prompt_view(prompt)] if prompt.pieces else None) as step:
+    view = prompt_view(prompt) if prompt.pieces else None
+    if view:  # its button asks for the prompt's probabilities (`weigh_prompt`)
+        kept = list((cl.user_session.get("prompt_views") or {}).items())[-9:]  # the last ten prompts can be weighed
+        cl.user_session.set("prompt_views", {**dict(kept), view.id: (view, prompt)})
+    async with cl.Step(name="提示词 Prompt", type="tool", show_input=False, elements=[view] if view else None) as step:
         step.output = (
             f"**{len(prompt.token_ids)} tokens** · temperature {sampling.temperature} · top_p {sampling.top_p} · "
             f"top_k {sampling.top_k} · repetition_penalty {sampling.repetition_penalty} · "
             f"max_new_tokens {sampling.max_new_tokens}\n\n{fence}text\n{prompt.text}\n{fence}"
         )
+
+
+@cl.action_callback(WEIGH_PROMPT)
+async def weigh_prompt(action: cl.Action) -> None:
+    """The teaching view's button: the prompt's probabilities, one prefill, shown in its token view."""
+    view, prompt = (cl.user_session.get("prompt_views") or {}).get(action.payload.get("element"), (None, None))
+    if view is None:
+        return
+    try:
+        logprobs = await (await wait_for_engine()).prompt_logprobs(prompt)
+    except ChatError as error:
+        await cl.ErrorMessage(content=str(error)).send()
+        return
+    weighed_prompt(view, logprobs)
+    await view.update()
 
 
 def _round(value: float | None) -> str:

@@ -1,7 +1,7 @@
 """`python -m bench.logprobs`: what the teaching view's token probabilities cost the engine's decode speed.
 
 This app's engine on the demo model (the weights the app serves here) writes `--tokens` tokens (greedy,
-end-of-sequence ignored) for one chat and for eight at once, with vLLM's log-probabilities of the five likeliest
+end-of-sequence ignored) for one chat and for eight at once, with vLLM's log-probabilities of the 20 likeliest
 tokens at each place (`Sampling.logprobs`, what the teaching view asks for) and without, alternating, `--repeats`
 times, every question new to the engine; medians. Writes `docs/benchmark/logprobs.json`.
 """

@@ -136,6 +136,10 @@ class ChatEngine(Protocol):
         loop; the request starts when the event after the prompt is asked for. Raises `ChatError` if the
         engine fails mid-reply; leaving the stream early (a stop button) aborts the request."""
 
+    async def prompt_logprobs(self, prompt: RenderedPrompt) -> list[float | None]:
+        """The model's log-probability of each prompt token after the ones before it (None for the first): one
+        prefill of the whole prompt, for the teaching view. Raises `ChatError` where the engine cannot."""
+
     def state(self) -> EngineState: ...
 
     def is_alive(self) -> bool:

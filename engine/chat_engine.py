@@ -242,6 +242,19 @@ class VllmEngine:
         channel.put(Finished(stats))
         channel.close()
 
+    async def prompt_logprobs(self, prompt: RenderedPrompt) -> list[float | None]:
+        return await asyncio.wrap_future(self._submit(self._prefill(prompt)))
+
+    async def _prefill(self, prompt: RenderedPrompt) -> list[float | None]:
+        """Runs on the engine thread: one request that computes the prompt's log-probabilities and one token."""
+        params = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=0)
+        last = None
+        async for output in self._llm.generate(tokens_input(prompt.token_ids, prompt=prompt.text), params,
+                                               request_id=f"prompt-{next(self._request_ids)}"):
+            last = output
+        return [None if entry is None else entry[token].logprob
+                for token, entry in zip(prompt.token_ids, last.prompt_logprobs)]
+
     async def stream_reply(self, prompt: RenderedPrompt, sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
         """The reply's text deltas as the engine produces them (those that arrived together as one), then
         `Finished`. Leaving the loop early (a stop button, a cancelled task) aborts the engine request."""

@@ -263,6 +263,10 @@ class RemoteEngine:
         channel.put(Finished(stats))
         channel.close()
 
+    async def prompt_logprobs(self, prompt: RenderedPrompt) -> list[float | None]:
+        raise EngineUnavailableError("提示词的概率只能在本机引擎上计算。 The prompt's probabilities are computed by the "
+                                     "in-process engine only, not yet through vLLM servers (CHAT_ENGINE_URLS).")
+
     def state(self) -> EngineState:
         servers = tuple(ServerReport(replica.url, state.ready, state.problem, replica.in_flight, state.running,
                                      state.waiting, state.kv_cache_usage)

@@ -74,3 +74,16 @@ def wait_until(condition, timeout: float = 10) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+def set_slider(page, slider: str, steps_above_lowest: int) -> None:
+    """Move a chat setting's slider in the settings dialog with the keyboard, as a user can: to its lowest, then
+    `steps_above_lowest` steps up."""
+    page.click("#chat-settings-open-modal")
+    thumb = page.locator(f"#{slider} [role=slider]")
+    thumb.focus()
+    thumb.press("Home")
+    for _ in range(steps_above_lowest):
+        thumb.press("ArrowRight")
+    page.click("#confirm")
+    page.wait_for_selector(f"#{slider}", state="detached")

@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator
 from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
 from engine.config import Settings
 from engine.errors import EngineUnavailableError, MessageTooLongError
-from engine.prompt import Message, render_prompt
+from engine.prompt import Message, RenderedPrompt, render_prompt
 
 log = logging.getLogger(__name__)
 TOKEN_SECONDS = 0.02
@@ -89,6 +89,9 @@ class FakeEngine:
             yield Finished(replace(stats, finish_reason="length"))
         finally:
             self._running -= 1
+
+    async def prompt_logprobs(self, prompt: RenderedPrompt) -> list[float | None]:
+        raise EngineUnavailableError("The scripted engine has no model to weigh a prompt with.")
 
     def state(self) -> EngineState:
         return EngineState(self.model_name, "scripted", "none", 1, self._settings.max_model_len, self._running)

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from engine.hardware import fast_int8, resolve_dtype
-from tests.browser import REPLY, ask_and_wait, open_chat, send, set_option, socket_events, wait_until
+from tests.browser import REPLY, ask_and_wait, open_chat, send, set_option, set_slider, socket_events, wait_until
 from tests.conftest import ARTIFACTS, RunningApp, smaps_rollup_pss
 
 pytestmark = pytest.mark.e2e
@@ -268,25 +268,32 @@ def test_teaching_view_shows_the_exact_prompt(browser, app, paced_model_dir):
     page.close()
 
 
+TOKENS = "[data-token-view] [data-token-id]"
+READ_TOKENS = "spans => spans.map(span => [Number(span.dataset.tokenId), Number(span.dataset.prob), Number(span.dataset.modelProb)])"
+READ_ALTERNATIVES = ("rows => rows.map(row => [Number(row.dataset.alternativeId), Number(row.dataset.prob), "
+                     "Number(row.dataset.modelProb)])")
+
+
 def test_teaching_view_shows_a_replys_tokens_with_their_probabilities(browser, app, paced_model_dir):
+    """A teacher turns the teaching view on, sees the reply's tokens coloured, opens a token's alternatives, and
+    sees what temperature does to them."""
     from transformers import AutoTokenizer
 
     page = open_chat(browser, app)
     set_option(page, "teaching", True)
     ask_and_wait(page, "广州")
-    page.wait_for_selector("[data-token-view] [data-token-id]", timeout=10_000)
-    shown = page.locator("[data-token-view]").last.locator("[data-token-id]").evaluate_all(
-        "spans => spans.map(span => [Number(span.dataset.tokenId), Number(span.dataset.prob)])")
+    page.wait_for_selector(TOKENS, timeout=10_000)
+    shown = page.locator("[data-token-view]").last.locator("[data-token-id]").evaluate_all(READ_TOKENS)
     reply_text = [step["output"] for _, step in socket_events(page, "update_message")
                   if step["type"] == "assistant_message" and step["output"]][-1]
     tokenizer = AutoTokenizer.from_pretrained(paced_model_dir)
-    assert tokenizer.decode([token for token, _ in shown]) == reply_text
-    assert len(shown) == 200 and all(0 < prob <= 1 for _, prob in shown)
+    assert tokenizer.decode([token for token, _, _ in shown]) == reply_text and len(shown) == 200
+    assert all(0 < model <= 1 for _, _, model in shown)
+    assert all(prob == 1 for _, prob, _ in shown)  # greedy: the chosen token had it all
     page.locator("[data-token-view]").last.locator("[data-token-id]").nth(3).click()
-    alternatives = page.locator("[data-alternatives] [data-alternative-id]").evaluate_all(
-        "rows => rows.map(row => [Number(row.dataset.alternativeId), Number(row.dataset.prob)])")
-    assert len(alternatives) == 5 and shown[3][0] in [token for token, _ in alternatives]
-    assert [prob for _, prob in alternatives] == sorted((prob for _, prob in alternatives), reverse=True)
+    alternatives = page.locator("[data-alternatives] [data-alternative-id]").evaluate_all(READ_ALTERNATIVES)
+    assert len(alternatives) == 5 and shown[3][0] in [token for token, _, _ in alternatives]
+    assert [model for _, _, model in alternatives] == sorted((model for _, _, model in alternatives), reverse=True)
     page.screenshot(path=str(ARTIFACTS / "tokens.png"))
 
     # The prompt's tokens, in the prompt step: its ids, the template's special tokens marked.
@@ -299,6 +306,22 @@ def test_teaching_view_shows_a_replys_tokens_with_their_probabilities(browser, a
     assert [token for token, _ in prompt_tokens] == tokenizer.encode(prompt_text)
     assert {token for token, special in prompt_tokens if special} == {
         tokenizer.convert_tokens_to_ids(marker) for marker in ("<|im_start|>", "<|im_end|>")}
+    page.click("[data-weigh-prompt]")  # their probabilities, on request: one prefill
+    page.wait_for_selector("[data-token-view] [data-special][data-model-prob]", timeout=30_000)
+    weighed = page.locator("[data-token-view]").first.locator("[data-token-id]").evaluate_all(
+        "spans => spans.map(span => span.dataset.modelProb)")
+    assert weighed[0] is None and all(0 < float(prob) <= 1 for prob in weighed[1:])
+
+    # Temperature 1.5 (the slider, 30 steps of 0.05): the sampling's probabilities now differ from the model's.
+    set_slider(page, "temperature", 30)
+    ask_and_wait(page, "白云山")
+    sampled = page.locator("[data-token-view]").last.locator("[data-token-id]")
+    chances = [prob for _, prob, _ in sampled.evaluate_all(READ_TOKENS)]
+    uncertain = next(index for index, prob in enumerate(chances) if 0 < prob < 1)  # a token drawn among several
+    sampled.nth(uncertain).click()
+    hot = page.locator("[data-alternatives] [data-alternative-id]").evaluate_all(READ_ALTERNATIVES)
+    assert sum(prob > 0 for _, prob, _ in hot) >= 2 and any(abs(prob - model) > 0.01 for _, prob, model in hot)
+    page.screenshot(path=str(ARTIFACTS / "tokens-hot.png"))
     page.close()
 
 
@@ -417,7 +440,10 @@ def test_a_thinking_models_thought_is_a_collapsed_step_and_stays_out_of_the_next
         assert ask_and_wait(page, "你好").startswith(script["answer"] + "\n")  # then its footer
         thought = page.get_by_text("思考过程 Thinking").first
         thought.wait_for()
-        assert script["thinking"][:12] not in page.inner_text("body")  # collapsed once the answer came
+        outside_token_views = ("() => { const page = document.body.cloneNode(true); "
+                               "page.querySelectorAll('[data-token-view]').forEach(view => view.remove()); "
+                               "return page.innerText; }")  # the teaching view's tokens hold the thought too
+        assert script["thinking"][:12] not in page.evaluate(outside_token_views)  # collapsed once the answer came
         thought.click()
         page.wait_for_selector(f"text={script['thinking'][:12]}", timeout=10_000)
         page.wait_for_timeout(500)  # the step opens with an animation

@@ -4,6 +4,8 @@ determinism, refusal, abort, a free event loop."""
 import asyncio
 import time
 
+import pytest
+
 from engine.api import Finished, Refused, Sampling, TextDelta
 from engine.prompt import RenderedPrompt
 
@@ -69,6 +71,20 @@ async def test_with_logprobs_asked_each_token_comes_with_its_probability_and_the
         assert token.logprob >= likeliest[0] - 1e-2  # greedy took the likeliest (up to a tie in bfloat16)
     without = [event async for event in engine.reply("你是导游", [{"role": "user", "content": "广州"}], GREEDY)]
     assert all(not event.logprobs for event in without if isinstance(event, TextDelta))
+
+
+async def test_a_prompts_probabilities_are_those_the_model_gives_its_tokens_when_it_writes_them(engine):
+    """One prefill weighs every prompt token after the ones before it; weighing a prompt followed by a greedy
+    reply gives the reply's tokens the log-probabilities they had as they were generated."""
+    history = [{"role": "user", "content": "广州"}]
+    events = [event async for event in engine.reply("你是导游", history, Sampling(0.0, 1.0, 8, ignore_eos=True,
+                                                                                 logprobs=1))]
+    prompt, written = events[0], [token for event in events[1:-1] for token in event.logprobs]
+    weighed = await engine.prompt_logprobs(RenderedPrompt(prompt.text, prompt.token_ids + [t.token_id for t in written],
+                                                          0))
+    assert weighed[0] is None and len(weighed) == len(prompt.token_ids) + len(written)
+    assert all(value <= 0 for value in weighed[1:])
+    assert weighed[len(prompt.token_ids):] == pytest.approx([token.logprob for token in written], abs=0.05)
 
 
 async def test_special_tokens_never_reach_the_text(engine):

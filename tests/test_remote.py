@@ -22,12 +22,15 @@ from tests.socket_chat import Visitor, until
 pytestmark = pytest.mark.e2e
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=32, ignore_eos=True)
 KEY = "a-key-for-the-servers"
+CONTEXT = 8192
 
 
 @pytest.fixture(scope="module")
 def servers(tiny_model_dir):
     ARTIFACTS.mkdir(exist_ok=True)
-    pair = [VllmServer(tiny_model_dir, ARTIFACTS / f"vllm-server-{name}.log", max_model_len=2048, api_key=KEY)
+    # A long context, so that replies of 4,000 tokens still run when a test looks (the tiny model writes hundreds
+    # of tokens a second).
+    pair = [VllmServer(tiny_model_dir, ARTIFACTS / f"vllm-server-{name}.log", max_model_len=CONTEXT, api_key=KEY)
             for name in "ab"]
     try:
         for server in pair:
@@ -42,10 +45,10 @@ def servers(tiny_model_dir):
 
 @pytest.fixture(scope="module")
 def remote_app(servers, tiny_model_dir):
-    running = RunningApp(tiny_model_dir, ARTIFACTS / "app-remote.log", CHAT_MAX_MODEL_LEN="2048",
+    running = RunningApp(tiny_model_dir, ARTIFACTS / "app-remote.log", CHAT_MAX_MODEL_LEN=str(CONTEXT),
                          CHAT_ENGINE_URLS=",".join(server.url for server in servers), CHAT_ENGINE_API_KEY=KEY,
                          CHAT_TEMPERATURE="0",
-                         CHAT_IGNORE_EOS="true", CHAT_MAX_NEW_TOKENS="1500")
+                         CHAT_IGNORE_EOS="true", CHAT_MAX_NEW_TOKENS="4000")
     running.wait_until_ready(timeout=120)
     yield running
     running.stop()

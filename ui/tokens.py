@@ -1,5 +1,13 @@
 """The teaching view's token views, for `public/elements/TokenView.jsx`: a reply's tokens with their probabilities
-and likeliest alternatives, and the prompt's tokens with the template's special tokens marked."""
+and likeliest alternatives, as the model gave them and as the sampling reshaped them, and the prompt's tokens
+with the template's special tokens marked.
+
+vLLM returns the model's own log-probabilities, before temperature, top-k, top-p and the repetition penalty, for
+at most the 20 likeliest tokens at each place. The reshaped distribution is computed here as vLLM's sampler does
+it (temperature, then the k likeliest, then the smallest set whose probability reaches top-p, renormalised): exact
+when top-k keeps at most those 20 tokens, approximate when top-k is off (the rest of the vocabulary is unknown)
+or when a repetition penalty moved the logits first (not reproduced here).
+"""
 
 from __future__ import annotations
 
@@ -8,19 +16,81 @@ from typing import Sequence
 
 import chainlit as cl
 
-from engine.api import RenderedPrompt, TokenProbability
+from engine.api import RenderedPrompt, Sampling, TokenProbability
 
-ALTERNATIVES = 5  # the likeliest tokens shown at each place
+ALTERNATIVES = 20  # the likeliest tokens asked for at each place (vLLM's most)
+SHOWN = 5  # of which the view shows
+
+
+def _significant(probability: float) -> float:
+    """Three significant digits: a token the model all but ruled out keeps a probability above 0."""
+    return float(f"{probability:.3g}")
+
+
+def _probability(logprob: float) -> float:
+    return _significant(math.exp(logprob))
+
+
+def reshape(logprobs: Sequence[float], sampling: Sampling) -> list[float]:
+    """The probabilities the sampler draws from at a temperature above 0, for `logprobs` sorted likeliest first."""
+    scaled = [logprob / sampling.temperature for logprob in logprobs]
+    kept = len(scaled) if not sampling.top_k else min(sampling.top_k, len(scaled))
+    weights = [math.exp(value - scaled[0]) for value in scaled[:kept]]
+    total = sum(weights)
+    cumulative, nucleus = 0.0, 0
+    for weight in weights:  # the smallest set whose probability reaches top-p (at least one token)
+        cumulative += weight / total
+        nucleus += 1
+        if cumulative >= sampling.top_p:
+            break
+    total = sum(weights[:nucleus])
+    return [weight / total for weight in weights[:nucleus]] + [0.0] * (len(logprobs) - nucleus)
+
+
+def exact(sampling: Sampling) -> bool:
+    """Whether `reshape` is what the sampler drew from (see the module's docstring)."""
+    return sampling.temperature == 0 or (0 < sampling.top_k <= ALTERNATIVES and sampling.repetition_penalty == 1)
+
+
+def _drawn_from(token: TokenProbability, sampling: Sampling) -> list[float]:
+    if sampling.temperature == 0:  # greedy: the chosen token had it all, wherever a penalty moved it from
+        return [float(other == token.token_id) for other, _, _ in token.top]
+    return reshape([logprob for _, _, logprob in token.top], sampling)
+
+
+WEIGH_PROMPT = "weigh_prompt"  # the action the prompt view's button calls
 
 
 def prompt_view(prompt: RenderedPrompt) -> cl.CustomElement:
-    return cl.CustomElement(name="TokenView", display="inline", props={"title": "提示词的词元 The prompt's tokens", "tokens": [
-        {"id": token, "text": text, "special": token in prompt.special_ids}
-        for token, text in zip(prompt.token_ids, prompt.pieces)]})
+    """The prompt's tokens, with a button that asks for their probabilities (`weighed_prompt`)."""
+    element = cl.CustomElement(name="TokenView", display="inline", props={
+        "title": "提示词的词元 The prompt's tokens", "action": WEIGH_PROMPT,
+        "tokens": [{"id": token, "text": text, "special": token in prompt.special_ids}
+                   for token, text in zip(prompt.token_ids, prompt.pieces)]})
+    element.props["element"] = element.id
+    return element
 
 
-def token_view(tokens: Sequence[TokenProbability]) -> cl.CustomElement:
-    return cl.CustomElement(name="TokenView", display="inline", props={"title": "回答的词元 The reply's tokens", "tokens": [
-        {"id": token.token_id, "text": token.piece, "prob": round(math.exp(token.logprob), 4),
-         "top": [{"id": other, "text": text, "prob": round(math.exp(logprob), 4)} for other, text, logprob in token.top]}
-        for token in tokens]})
+def weighed_prompt(element: cl.CustomElement, logprobs: Sequence[float | None]) -> None:
+    """The prompt view with each token's probability after the ones before it (the first has none)."""
+    element.props = {**element.props, "action": None, "tokens": [
+        {**token, **({} if logprob is None else {"model_prob": _probability(logprob)})}
+        for token, logprob in zip(element.props["tokens"], logprobs)]}
+
+
+def token_view(tokens: Sequence[TokenProbability], sampling: Sampling) -> cl.CustomElement:
+    """Each token with `prob`, its probability under the sampling used (the colour), and `model_prob`, the model's;
+    its likeliest alternatives with both."""
+    shown = []
+    for token in tokens:
+        after = _drawn_from(token, sampling)
+        used = next((share for (other, _, _), share in zip(token.top, after) if other == token.token_id), 0.0)
+        shown.append({"id": token.token_id, "text": token.piece, "prob": _significant(used),
+                      "model_prob": _probability(token.logprob),
+                      "top": [{"id": other, "text": text, "model_prob": _probability(logprob),
+                               "prob": _significant(share)}
+                              for (other, text, logprob), share in zip(token.top[:SHOWN], after)]})
+    return cl.CustomElement(name="TokenView", display="inline", props={
+        "title": "回答的词元 The reply's tokens", "tokens": shown, "exact": exact(sampling),
+        "sampling": f"temperature {sampling.temperature:g} · top_k {sampling.top_k or 'off'} · top_p {sampling.top_p:g}"
+                    f" · repetition_penalty {sampling.repetition_penalty:g}"})

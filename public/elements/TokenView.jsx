@@ -1,11 +1,19 @@
 // Tokens in the teaching view: each token a box whose boundary shows; a space shows as ␣, a line break as ↵.
-// A reply's tokens are coloured from red (the model thought it unlikely) to green (likely), and a click opens the
-// likeliest tokens at that place; a prompt's tokens show their ids on hover, the template's special tokens marked.
-// Token text is data: React renders it as text, never as HTML.
+// A reply's tokens are coloured from red to green by the probability the sampling gave them (data-prob; the
+// model's own in data-model-prob), and a click opens the likeliest tokens at that place with two bars each: the
+// model's probability, and the sampling's (temperature, top-k, top-p) that the reply was drawn from. A prompt's
+// tokens show their ids on hover, the template's special tokens marked, and a button asks for their probabilities
+// (one prefill: props.action). Token text is data: React renders it as text, never as HTML.
 import { useState } from "react";
 
+const colour = (prob) => (prob === undefined ? {} : { background: `hsla(${Math.round(120 * prob)}, 75%, 45%, 0.35)` });
 const visible = (text) => text.replace(/ /g, "␣").replace(/\n/g, "↵\n");
 const percent = (prob) => `${(100 * prob).toFixed(1)} %`;
+const bar = (prob, colour) => (
+  <span style={{ display: "inline-block", width: "6rem", height: "0.6rem", background: "rgba(128,128,128,.2)", marginRight: 4 }}>
+    <span style={{ display: "block", width: `${100 * prob}%`, height: "100%", background: colour }} />
+  </span>
+);
 
 export default function TokenView() {
   const [open, setOpen] = useState(null);
@@ -13,23 +21,36 @@ export default function TokenView() {
   return (
     <div data-token-view="" className="font-mono text-sm leading-7 whitespace-pre-wrap">
       <div className="text-xs text-muted-foreground">
-        {props.title} · {props.tokens.length}{scored ? " · 颜色 = 模型给的概率 colour = the model's probability" : ""}
+        {props.title} · {props.tokens.length}
+        {scored ? ` · 颜色 = 采样时的概率 colour = probability under the sampling used (${props.sampling})` : ""}
+        {props.action && (
+          <button data-weigh-prompt="" className="ml-2 rounded border px-1"
+                  onClick={() => callAction({ name: props.action, payload: { element: props.element } })}>
+            显示概率 Show the probabilities (one prefill)
+          </button>
+        )}
       </div>
       {props.tokens.map((token, index) => (
         <span key={index} data-token-id={token.id} data-prob={scored ? token.prob : undefined}
-              data-special={token.special ? "" : undefined}
-              title={scored ? `#${token.id} · ${percent(token.prob)}` : `#${token.id}`}
+              data-model-prob={token.model_prob} data-special={token.special ? "" : undefined}
+              title={`#${token.id}` + (scored ? ` · ${percent(token.prob)}` : "")
+                     + (token.model_prob === undefined ? "" : ` (model ${percent(token.model_prob)})`)}
               onClick={() => scored && setOpen(open === index ? null : index)}
               className={`relative rounded-sm border px-px ${token.special ? "border-dashed border-primary font-bold"
                                                                          : "border-muted-foreground/40"} ${scored ? "cursor-pointer" : ""}`}
-              style={scored ? { background: `hsla(${Math.round(120 * token.prob)}, 75%, 45%, 0.35)` } : {}}>
+              style={colour(scored ? token.prob : token.model_prob)}>
           {visible(token.text)}
           {open === index && (
             <span data-alternatives="" className="rounded-md border bg-background p-2 shadow-md"
                   style={{ position: "absolute", left: 0, top: "1.75rem", zIndex: 50, width: "max-content", whiteSpace: "pre" }}>
+              <span className="block text-xs text-muted-foreground">
+                模型 model ▮ · 采样 sampling ▮{props.exact ? "" : " ≈ (approximate: top-k off or a repetition penalty)"}
+              </span>
               {token.top.map((alternative) => (
-                <span key={alternative.id} className="block" data-alternative-id={alternative.id} data-prob={alternative.prob}>
-                  {alternative.id === token.id ? "▸ " : "  "}{visible(alternative.text)}  {percent(alternative.prob)}
+                <span key={alternative.id} className="block" data-alternative-id={alternative.id}
+                      data-prob={alternative.prob} data-model-prob={alternative.model_prob}>
+                  {alternative.id === token.id ? "▸ " : "  "}{visible(alternative.text).padEnd(8)} {bar(alternative.model_prob, "rgba(128,128,128,.8)")}
+                  {percent(alternative.model_prob).padStart(7)} {bar(alternative.prob, "hsl(140, 60%, 45%)")}{percent(alternative.prob).padStart(7)}
                 </span>
               ))}
             </span>
