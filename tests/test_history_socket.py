@@ -107,7 +107,7 @@ async def test_a_locked_database_never_breaks_a_chat_and_is_saved_when_free(tiny
         assert wait_until(lambda: rows(tmp_path, 'SELECT "output" FROM steps WHERE "type" = ?', "user_message")
                           == [("数据库锁住时的问题",)], timeout=20)
         assert wait_until(lambda: len(rows(tmp_path, 'SELECT * FROM steps WHERE "metadata" LIKE ?', '%"reply"%')) == 1)
-        assert "waiting writes saved" in app.log()
+        assert wait_until(lambda: "waiting writes saved" in app.log())  # logged once the last waiting write is in
         await client.socket.disconnect()
     finally:
         app.stop()
