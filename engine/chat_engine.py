@@ -38,11 +38,12 @@ from engine.config import Settings
 from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
 from engine.hardware import resolve_dtype
 from engine.metrics import SchedulerWatch
-from engine.prompt import Message, RenderedPrompt, render_prompt
+from engine.prompt import Message, RenderedPrompt
 from engine.quantize import weight_format
 from engine.sizing import KV_BLOCK_TOKENS, kv_cache_budget
-from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
-from engine.tokens import pieces, with_pieces
+from engine.preparation import prepare_reply
+from engine.thinking import split_thinking
+from engine.tokens import pieces
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -159,8 +160,9 @@ class VllmEngine:
         """One short sampled request, so the first visitor does not pay for the set-up of vLLM's sampler
         (compiled on its first use) and CPU kernels: 1.9 s here, after which a chat's first token took 0.6 s
         instead of 2.1 s. Greedy replies need no set-up of their own; longer prompts warm nothing more."""
-        prompt = self.render("", [{"role": "user", "content": "hi"}], max_new_tokens=2)
         sampling = Sampling(0.7, 0.8, 2, top_k=20, repetition_penalty=1.05)
+        prompt, _ = prepare_reply(self.tokenizer, "", [{"role": "user", "content": "hi"}], sampling,
+                                  self.settings.max_model_len)
 
         async def run() -> None:
             async for _ in self.stream_reply(prompt, sampling):
@@ -168,24 +170,12 @@ class VllmEngine:
 
         asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
-    def render(self, system_prompt: str, history: list[Message], max_new_tokens: int,
-               thinking: bool = False) -> RenderedPrompt:
-        """Render the conversation with the model's chat template, within the context left for a reply."""
-        return render_prompt(self.tokenizer, system_prompt, history, budget=self.settings.max_model_len - max_new_tokens,
-                             template_options={"enable_thinking": thinking})
-
-    def _prepare(self, system_prompt: str, history: list[Message],
-                 sampling: Sampling) -> tuple[RenderedPrompt, ThinkingSplitter | None]:
-        prompt = self.render(system_prompt, history, sampling.max_new_tokens, sampling.thinking)
-        if sampling.logprobs:  # the teaching view shows the prompt's tokens too
-            prompt = with_pieces(self.tokenizer, prompt)
-        return prompt, splitter_for(self.tokenizer, prompt, sampling.thinking)
-
     async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
         """`engine.api.ChatEngine.reply`: the prompt, rendered on a worker thread, then `stream_reply`, split into
         thinking and answer where the model thinks."""
         try:
-            prompt, splitter = await asyncio.to_thread(self._prepare, system_prompt, history, sampling)
+            prompt, splitter = await asyncio.to_thread(prepare_reply, self.tokenizer, system_prompt, history, sampling,
+                                                       self.settings.max_model_len)
         except MessageTooLongError as error:
             yield Refused(str(error))
             return

@@ -30,9 +30,9 @@ from engine.api import (EngineState, Finished, Refused, ReplyEvent, ReplyStats, 
 from engine.bridge import Channel
 from engine.config import Settings
 from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
-from engine.prompt import Message, RenderedPrompt, render_prompt
-from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
-from engine.tokens import with_pieces
+from engine.preparation import prepare_reply
+from engine.prompt import Message, RenderedPrompt
+from engine.thinking import split_thinking
 
 log = logging.getLogger(__name__)
 CHECK_SECONDS = 2.0
@@ -162,18 +162,10 @@ class RemoteEngine:
         while not self._stopping.wait(CHECK_SECONDS):
             self._check_all()
 
-    def _prepare(self, system_prompt: str, history: list[Message],
-                 sampling: Sampling) -> tuple[RenderedPrompt, ThinkingSplitter | None]:
-        prompt = render_prompt(self.tokenizer, system_prompt, history,
-                               budget=self.settings.max_model_len - sampling.max_new_tokens,
-                               template_options={"enable_thinking": sampling.thinking})
-        if sampling.logprobs:  # the teaching view shows the prompt's tokens
-            prompt = with_pieces(self.tokenizer, prompt)
-        return prompt, splitter_for(self.tokenizer, prompt, sampling.thinking)
-
     async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
         try:
-            prompt, splitter = await asyncio.to_thread(self._prepare, system_prompt, history, sampling)
+            prompt, splitter = await asyncio.to_thread(prepare_reply, self.tokenizer, system_prompt, history, sampling,
+                                                       self.settings.max_model_len)
         except MessageTooLongError as error:
             yield Refused(str(error))
             return
