@@ -26,7 +26,7 @@ from transformers import AutoTokenizer
 
 from bench.app_process import AppProcess
 from bench.ui_path import ChatClient
-from bench.workload import QUESTIONS, stage_parser
+from bench.workload import DEMO, QUESTIONS, stage_parser
 from engine.config import load_settings
 from engine.model_source import resolve_model
 
@@ -146,10 +146,10 @@ def run(model: Path, tokens: int, repeats: int) -> dict:
 
 def main() -> None:
     parser = stage_parser("presenter", __doc__, tokens=256, repeats=3)
-    parser.add_argument("--model", type=Path, help="model folder (default: the one the app serves)")
+    parser.add_argument("--model", type=Path, help="model folder (default: the benchmarks' demo model, as served)")
     arguments = parser.parse_args()
     settings = load_settings()
-    model = arguments.model or resolve_model(settings.model, settings.cache_dir, prepare=False,
+    model = arguments.model or resolve_model(DEMO, settings.cache_dir, prepare=False,
                                              weights=settings.weights)
     result = run(model, arguments.tokens, arguments.repeats)
     arguments.out.write_text(json.dumps(result, indent=1) + "\n")
