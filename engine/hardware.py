@@ -1,10 +1,12 @@
-"""What this CPU can run: the instruction-set flags that decide the default dtype and weight format.
+"""What this CPU can run: the instruction-set flags that decide the default dtype and weight format, and the
+cores this process may use.
 
 Reads /proc/cpuinfo once; knows nothing of models or engines.
 """
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -26,6 +28,11 @@ def fast_int8() -> bool:
     """Whether this CPU multiplies int8 natively (VNNI or AMX): there vLLM's int8 kernels beat 16-bit weights.
     Measured on the demo model: 1.4x faster with AVX-512 VNNI; 2.6x slower on an AVX2 CPU without VNNI."""
     return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & cpu_flags())
+
+
+def cores() -> int:
+    """The CPU cores this process may run on (its affinity, which containers and `taskset` narrow)."""
+    return len(os.sched_getaffinity(0))
 
 
 def resolve_dtype(setting: str) -> str:
