@@ -28,7 +28,7 @@ from bench.isolate import run_isolated
 from bench.models import model_pair
 from bench.report import write_report
 from bench.ui_path import serve
-from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS, median_run
+from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS, median_run, questions
 from engine.config import PROJECT_ROOT, load_settings
 from engine.hardware import fast_int8, resolve_dtype
 from engine.demo_model import DEMOS
@@ -53,7 +53,8 @@ def ui_runs(model: Path, concurrency: list[int], repeats: int, log: Path) -> dic
                      CHAT_MAX_NEW_TOKENS=str(NEW_TOKENS), CHAT_IGNORE_EOS="true")
     try:
         app.wait_until_ready()
-        runs = [median_run([asyncio.run(serve(app.url, users)) for _ in range(repeats)]) for users in concurrency]
+        runs = [median_run([asyncio.run(serve(app.url, questions(f"{users}-{repeat}", users)))
+                            for repeat in range(repeats)]) for users in concurrency]
         return {"memory_bytes": tree_pss(app.process.pid), "runs": runs}
     finally:
         app.stop()

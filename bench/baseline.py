@@ -39,7 +39,7 @@ def run(model: str, users: int) -> dict:
     folder = Path(model)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     network = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16)
-    rendered = prompts(tokenizer, users)
+    rendered = prompts(tokenizer, "sequential", users)
     warm = torch.tensor([rendered[0].token_ids])
     network.generate(warm, max_new_tokens=4, do_sample=False)  # as the engine, start measured runs warm
     replies = []

@@ -20,10 +20,11 @@ from web.memory import tree_pss
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=NEW_TOKENS, ignore_eos=True)
 
 
-def start_replies(engine: VllmEngine, users: int, sampling: Sampling) -> tuple[asyncio.Future, list[ReplyStats]]:
-    """The workload's `users` chats submitted together from the running loop: the future of all their replies,
-    and each one's latest statistics, replaced as its events arrive."""
-    rendered = prompts(engine.tokenizer, users, engine.settings.max_model_len)
+def start_replies(engine: VllmEngine, tag: str, users: int,
+                  sampling: Sampling) -> tuple[asyncio.Future, list[ReplyStats]]:
+    """The workload's `users` chats (questions tagged `tag`) submitted together from the running loop: the future
+    of all their replies, and each one's latest statistics, replaced as its events arrive."""
+    rendered = prompts(engine.tokenizer, tag, users, engine.settings.max_model_len)
     latest = [ReplyStats(len(prompt.token_ids)) for prompt in rendered]
 
     async def chat(index: int, prompt) -> None:
@@ -33,8 +34,8 @@ def start_replies(engine: VllmEngine, users: int, sampling: Sampling) -> tuple[a
     return asyncio.gather(*(chat(index, prompt) for index, prompt in enumerate(rendered))), latest
 
 
-async def _serve(engine: VllmEngine, users: int) -> dict:
-    replies, stats = start_replies(engine, users, GREEDY)
+async def _serve(engine: VllmEngine, tag: str, users: int) -> dict:
+    replies, stats = start_replies(engine, tag, users, GREEDY)
     arrival = time.perf_counter()
     await replies
     assert all(reply.generated_tokens == NEW_TOKENS for reply in stats), [reply.generated_tokens for reply in stats]
@@ -46,7 +47,8 @@ def run(model: str, concurrency: list[int] = list(CONCURRENCY), repeats: int = 1
     settings = load_settings()
     engine = VllmEngine.load(settings, Path(model))
     try:
-        runs = [median_run([asyncio.run(_serve(engine, users)) for _ in range(repeats)]) for users in concurrency]
+        runs = [median_run([asyncio.run(_serve(engine, f"{users}-{repeat}", users)) for repeat in range(repeats)])
+                for users in concurrency]
         return {"load_seconds": engine.load_seconds, "weights": engine.weight_format,
                 "memory_bytes": tree_pss(os.getpid()), "runs": runs}
     finally:

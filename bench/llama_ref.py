@@ -22,7 +22,7 @@ from web.memory import tree_pss
 
 def run(gguf: str, tokenizer_folder: str, users: int) -> dict:
     llama = Llama(model_path=gguf, n_ctx=2048, n_threads=os.cpu_count(), verbose=False)
-    rendered = prompts(AutoTokenizer.from_pretrained(Path(tokenizer_folder)), users)
+    rendered = prompts(AutoTokenizer.from_pretrained(Path(tokenizer_folder)), "sequential", users)
     end_tokens = [llama.token_eos()]
 
     def generate(prompt_ids: list[int], times: list[float]) -> None:

@@ -14,8 +14,7 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.versus import questions
-from bench.workload import DEMO, Reply, stage_parser, summarise, system_prompt
+from bench.workload import DEMO, Reply, questions, stage_parser, summarise, system_prompt
 from engine.api import ReplyStats, Sampling
 from engine.chat_engine import VllmEngine
 from engine.config import load_settings

@@ -78,7 +78,7 @@ async def decode(engine: VllmEngine, chats: int, tokens: int, sample: Callable[[
     settings = engine.settings
     sampling = Sampling(settings.temperature, settings.top_p, tokens, top_k=settings.top_k,
                         repetition_penalty=settings.repetition_penalty, ignore_eos=True)
-    replies, stats = start_replies(engine, chats, sampling)
+    replies, stats = start_replies(engine, "profile", chats, sampling)
     while not all(reply.first_token_at for reply in stats):
         await asyncio.sleep(0.05)
     samplers, started, before = sample(), time.perf_counter(), sum(reply.generated_tokens for reply in stats)

@@ -22,9 +22,8 @@ import psutil
 from bench.app_process import AppProcess
 from bench.then_now import ready_after
 from bench.ui_path import serve
-from bench.versus import questions
 from bench.vllm_server import VllmServer
-from bench.workload import DEMO, stage_parser
+from bench.workload import DEMO, questions, stage_parser
 from engine.config import load_settings
 from engine.model_source import resolve_model
 
@@ -35,7 +34,7 @@ def one_run(model: Path, tag: str, tokens: int, log: Path, **env: str) -> dict:
     app = AppProcess(model, log, CHAT_MAX_NEW_TOKENS=str(tokens), CHAT_IGNORE_EOS="true", **env)
     try:
         ready_after(app, time.perf_counter())
-        run = asyncio.run(serve(app.url, CHATS, questions=questions(tag, CHATS)))
+        run = asyncio.run(serve(app.url, questions(tag, CHATS)))
         return {"tokens_per_s": round(run["aggregate_tokens_per_s"], 1), "ttft_p50_s": round(run["ttft_p50_s"], 2)}
     finally:
         app.stop()

@@ -26,8 +26,7 @@ import psutil
 
 from bench.app_process import AppProcess
 from bench.ui_path import serve
-from bench.versus import questions
-from bench.workload import DEMO, stage_parser
+from bench.workload import DEMO, questions, stage_parser
 from engine.config import PROJECT_ROOT, load_settings
 from engine.model_source import resolve_model
 
@@ -54,11 +53,11 @@ def one_run(project: Path, model: Path, tag: str, tokens: int, log: Path) -> dic
     app = AppProcess(model, log, project=project, CHAT_MAX_NEW_TOKENS=str(tokens), CHAT_IGNORE_EOS="true")
     try:
         ready = ready_after(app, started)
-        first = asyncio.run(serve(app.url, 1, questions=questions(f"{tag}-first", 1)))
+        first = asyncio.run(serve(app.url, questions(f"{tag}-first", 1)))
         processes = [psutil.Process(app.process.pid), *psutil.Process(app.process.pid).children(recursive=True)]
         memory = {f"{process.name()} ({process.pid})": round(process.memory_full_info().pss / 1024**3, 2)
                   for process in processes}
-        rates = {chats: asyncio.run(serve(app.url, chats, questions=questions(f"{tag}-{chats}", chats)))
+        rates = {chats: asyncio.run(serve(app.url, questions(f"{tag}-{chats}", chats)))
                  for chats in CHATS}
         return {"ready_s": round(ready, 1), "first_token_after_start_s": round(ready + first["ttft_p50_s"], 1),
                 "memory_pss_gib": round(sum(memory.values()), 2), "memory_by_process_gib": memory,

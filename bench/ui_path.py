@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 import socketio
 
-from bench.workload import QUESTIONS, Reply, summarise
+from bench.workload import Reply, summarise
 
 
 class ChatClient:
@@ -64,11 +64,9 @@ class ChatClient:
             "createdAt": datetime.now(timezone.utc).isoformat()}, "fileReferences": None})
 
 
-async def serve(url: str, users: int, timeout: float = 600, questions: list[str] | None = None) -> dict:
-    """N chats connect, then all ask their question (the workload's, unless given) at once; returns the run's
-    summary."""
-    questions = questions or [QUESTIONS[index % len(QUESTIONS)] for index in range(users)]
-    clients = [ChatClient(url) for _ in range(users)]
+async def serve(url: str, questions: list[str], timeout: float = 600) -> dict:
+    """One chat per question connects, then all ask at once; returns the run's summary."""
+    clients = [ChatClient(url) for _ in questions]
     await asyncio.gather(*(client.connect() for client in clients))
     arrival = time.perf_counter()
     await asyncio.gather(*(client.ask(question) for client, question in zip(clients, questions)))

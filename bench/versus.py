@@ -27,7 +27,7 @@ from transformers import AutoTokenizer
 from bench import llama_server
 from bench.app_process import AppProcess
 from bench.ui_path import serve as serve_app
-from bench.workload import DEMO, QUESTIONS, stage_parser, system_prompt
+from bench.workload import DEMO, questions, stage_parser, system_prompt
 from engine.config import Settings, load_settings
 from engine.demo_model import DEMOS
 from web.memory import tree_pss
@@ -38,10 +38,6 @@ CHATS = (1, 8)
 SLOTS = 8
 CONTEXT = 16384  # llama-server splits it between its slots: 2,048 tokens each
 GREEDY = {"temperature": 0, "ignore_eos": True}
-
-
-def questions(tag: str, chats: int) -> list[str]:
-    return [f"（第 {tag}-{chat} 位游客）{QUESTIONS[chat % len(QUESTIONS)]}" for chat in range(chats)]
 
 
 def llama_sampling(settings: Settings) -> dict:
@@ -66,7 +62,7 @@ def run_app_real(model: Path, repeats: int, log: Path, ready_timeout: float = 18
     app = AppProcess(model, log)
     try:
         app.wait_until_ready(ready_timeout)
-        return real_replies([asyncio.run(serve_app(app.url, 8, questions=questions(f"real{repeat}", 8)))
+        return real_replies([asyncio.run(serve_app(app.url, questions(f"real{repeat}", 8)))
                              for repeat in range(repeats)])
     finally:
         app.stop()
@@ -79,8 +75,8 @@ def run_app(model: Path, tokens: int, repeats: int, log: Path, ready_timeout: fl
     try:
         app.wait_until_ready(ready_timeout)
         ready = time.perf_counter() - started
-        cold = asyncio.run(serve_app(app.url, 1, questions=questions("cold", 1)))
-        runs = {chats: [asyncio.run(serve_app(app.url, chats, questions=questions(f"{repeat}", chats)))
+        cold = asyncio.run(serve_app(app.url, questions("cold", 1)))
+        runs = {chats: [asyncio.run(serve_app(app.url, questions(f"{repeat}", chats)))
                         for repeat in range(repeats)] for chats in CHATS}
         return _result("this app (its defaults, through its sockets)", ready, cold, runs, tree_pss(app.process.pid))
     finally:

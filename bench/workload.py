@@ -1,6 +1,7 @@
 """The fixed workload every system runs, and how one run of it is summarised.
 
-The tour guide's system prompt and its template, one user question of 20 to 60 tokens per chat,
+The tour guide's system prompt and its template, one user question of 20 to 60 tokens per chat, new to
+the engine at every run (`questions`: only the persona's system prompt may come from vLLM's prefix cache),
 128 new tokens per reply, greedy, end-of-sequence ignored so every system generates the same count, all
 chats arriving at once. Times are seconds from that common arrival, taken at each system's token events.
 """
@@ -35,11 +36,17 @@ def system_prompt() -> str:
     return load_personas(PROJECT_ROOT / "prompts", "tour_guide")[0].system_prompt
 
 
-def prompts(tokenizer, users: int, max_model_len: int = 4096) -> list[RenderedPrompt]:
-    """The rendered prompt of each of `users` chats (questions repeat after the eighth)."""
+def questions(tag: str, chats: int) -> list[str]:
+    """One question per chat that no run tagged otherwise asked: the workload's (repeating after the eighth), each
+    opened by `tag` and the chat's number, so a repeated run measures the model and not vLLM's prefix cache."""
+    return [f"（第 {tag}-{chat} 位游客）{QUESTIONS[chat % len(QUESTIONS)]}" for chat in range(chats)]
+
+
+def prompts(tokenizer, tag: str, users: int, max_model_len: int = 4096) -> list[RenderedPrompt]:
+    """The rendered prompt of each of `users` chats, their questions tagged `tag` (see `questions`)."""
     system = system_prompt()
-    return [render_prompt(tokenizer, system, [{"role": "user", "content": QUESTIONS[user % len(QUESTIONS)]}],
-                          budget=max_model_len - NEW_TOKENS) for user in range(users)]
+    return [render_prompt(tokenizer, system, [{"role": "user", "content": question}],
+                          budget=max_model_len - NEW_TOKENS) for question in questions(tag, users)]
 
 
 @dataclass(frozen=True)
