@@ -62,7 +62,8 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
     engine-core process runs the model itself (vLLM's "uni" executor) instead of handing every step to a worker
     process of its own: one process fewer to spawn and import vLLM into (8 s of a 36 s start here, 0.4 GiB),
     and no hop between two processes per step; `load` binds its threads to cores as vLLM binds a worker's, and
-    puts a top-k/top-p that needs no sort of the vocabulary into vLLM's sampler there (`engine.sampler_speedup`).
+    puts a repetition penalty, top-k/top-p and draw that do not pass over the whole vocabulary into vLLM's
+    sampler there (`engine.sampler_speedup`).
     """
     # One machine, no network needed: without an address vLLM finds its own by "connecting" a socket to
     # 8.8.8.8, and unless told not to it reports usage statistics to its makers' server.
@@ -139,8 +140,8 @@ class VllmEngine:
             # to the engine-core process, which runs the model; this process's OpenMP has started already.
             with OMPProcessManager(config).configure_omp_envs(rank=0, local_rank=0):
                 llm = AsyncLLM.from_vllm_config(config, stat_loggers=[watch.logger])
-            if not all(await llm.collective_rpc("install_fast_top_k_top_p")):
-                log.warning("vLLM's sampler is not the one engine.sampler_speedup knows: its own top-k/top-p runs")
+            if not all(await llm.collective_rpc("install_sampler_speedup")):
+                log.warning("vLLM's sampler is not the one engine.sampler_speedup knows: its own sampler runs")
             return llm
 
         try:

@@ -1,10 +1,16 @@
-"""`engine.sampler_speedup.top_k_top_p` keeps exactly the tokens, and logits, vLLM's own top-k/top-p keeps."""
+"""`engine.sampler_speedup` against vLLM's own sampler: the same penalised logits, the same tokens kept by
+top-k/top-p, each kept token drawn as often as its probability says, and vLLM's own code for the rest."""
+
+from types import SimpleNamespace
 
 import pytest
 import torch
+from vllm.v1.sample import sampler as vllm_sampler
+from vllm.v1.sample.ops import topk_topp_sampler
+from vllm.v1.sample.ops.penalties import apply_all_penalties
 from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
 
-from engine.sampler_speedup import SamplerSpeedup, top_k_top_p
+from engine.sampler_speedup import SamplerSpeedup, draw, repetition_penalty, top_k_top_p
 
 pytestmark = pytest.mark.fast
 VOCAB = 151_936
@@ -40,15 +46,58 @@ def test_what_it_does_not_cover_goes_to_vllm():
     tied = torch.zeros(2, 4096)  # every logit ties with the k-th
     top_k_top_p(tied, torch.tensor([20, 20]), torch.tensor([0.8, 0.8]), fallback)
     assert len(calls) == 3
+    assert draw(tied, torch.tensor([20, 20]), torch.tensor([0.8, 0.8])) is None
 
 
-def test_installed_in_place_of_vllms_function_once():
-    from vllm.v1.sample.ops import topk_topp_sampler
+def test_the_repetition_penalty_gives_vllms_logits_bit_for_bit():
+    generator = torch.Generator().manual_seed(1)
+    logits = torch.randn(4, VOCAB, generator=generator) * 4
+    prompts = torch.randint(0, VOCAB, (4, 300), generator=generator)
+    prompts[1, 250:] = VOCAB  # a shorter prompt, padded as vLLM pads it
+    outputs = [torch.randint(0, VOCAB, (length,), generator=generator).tolist() for length in (0, 5, 120, 40)]
+    outputs[2][-1] = -1  # a token not known yet (vLLM's asynchronous scheduling)
+    outputs[3] += outputs[3][:10] + prompts[3, :10].tolist()  # repeats
+    zeros, penalties = torch.zeros(4), torch.tensor([1.05, 1.3, 1.0, 1.05])
+    expected = apply_all_penalties(logits.clone(), prompts, zeros, zeros, penalties, outputs)
+    got = repetition_penalty(logits.clone(), prompts, zeros, zeros, penalties, outputs, pytest.fail)
+    assert torch.equal(got, expected) and not torch.equal(got, logits)
 
-    original = topk_topp_sampler.apply_top_k_top_p
+
+def test_a_frequency_or_presence_penalty_goes_to_vllm():
+    calls = []
+    logits, prompts = torch.randn(1, 64), torch.tensor([[1, 2, 3]])
+    for presence, frequency in ((0.5, 0.0), (0.0, 0.5)):
+        repetition_penalty(logits, prompts, torch.tensor([presence]), torch.tensor([frequency]),
+                           torch.tensor([1.05]), [[4]], lambda *arguments: calls.append(arguments))
+    assert len(calls) == 2
+
+
+def test_each_kept_token_is_drawn_as_often_as_its_probability():
+    torch.manual_seed(2)  # the draws' noise comes from torch's global generator, as vLLM's does
+    logits = torch.randn(1, 4096) * 4
+    k, p = torch.tensor([20], dtype=torch.int32), torch.tensor([0.9])
+    kept = vllm_own(logits.clone(), k, p)[0]
+    probabilities = kept.softmax(dim=-1)
+    rows, draws = 1000, 20_000
+    tokens = torch.cat([draw(logits.expand(rows, -1).clone(), k.expand(rows), p.expand(rows))
+                        for _ in range(draws // rows)])
+    assert torch.isfinite(kept[tokens]).all()  # only tokens vLLM keeps
+    frequencies = torch.bincount(tokens, minlength=kept.numel()).float() / draws
+    likely = probabilities > 0
+    assert likely.sum() > 3
+    # Within four standard deviations of each token's probability (seeded, so the same draws every run).
+    assert ((frequencies[likely] - probabilities[likely]).abs() <=
+            4 * (probabilities[likely] * (1 - probabilities[likely]) / draws).sqrt()).all()
+
+
+def test_installed_in_place_of_vllms_sampler_once():
+    worker = SimpleNamespace(model_runner=SimpleNamespace(sampler=vllm_sampler.Sampler()))
+    penalties, masking = vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p
     try:
-        assert SamplerSpeedup().install_fast_top_k_top_p()
-        assert topk_topp_sampler.apply_top_k_top_p is not original
-        assert not SamplerSpeedup().install_fast_top_k_top_p()  # not stacked on itself
+        assert SamplerSpeedup.install_sampler_speedup(worker)
+        assert vllm_sampler.apply_all_penalties is not penalties
+        assert topk_topp_sampler.apply_top_k_top_p is not masking
+        assert worker.model_runner.sampler.topk_topp_sampler.forward.__name__ == "fast_sample"
+        assert not SamplerSpeedup.install_sampler_speedup(worker)  # not stacked on itself
     finally:
-        topk_topp_sampler.apply_top_k_top_p = original
+        vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p = penalties, masking
