@@ -96,12 +96,14 @@ class SamplerSpeedup:
     """Mixed into vLLM's worker (`worker_extension_cls`); `install_sampler_speedup` runs in its process."""
 
     def install_sampler_speedup(self) -> bool:
-        """Put the functions above in place of vLLM's in this worker's sampler; False (and vLLM's own left in
-        place) where vLLM's are not the ones this was written against, or are replaced already."""
+        """Put the functions above in place of vLLM's in this worker's sampler, once: True when they are in
+        place, False (and vLLM's own left in place) where vLLM's are not the ones this was written against."""
         from vllm.v1.sample import sampler as vllm_sampler
         from vllm.v1.sample.ops import topk_topp_sampler
 
         chooser = self.model_runner.sampler.topk_topp_sampler
+        if getattr(chooser.forward, "__name__", "") == "fast_sample":
+            return True
         known = (getattr(vllm_sampler.apply_all_penalties, "__name__", "") == "apply_all_penalties"
                  and getattr(topk_topp_sampler.apply_top_k_top_p, "__name__", "") == "apply_top_k_top_p"
                  and getattr(chooser.forward, "__func__", None) is topk_topp_sampler.TopKTopPSampler.forward_cpu)

@@ -58,6 +58,14 @@ async def test_top_k_and_repetition_penalty_reach_the_engine(engine):
     assert "".join(penalised) != "".join(greedy)
 
 
+async def test_vllms_sampler_runs_the_speedup_and_the_apps_default_sampling_replies(engine):
+    # In the process that runs the model, vLLM's sampler has engine.sampler_speedup's functions in place.
+    assert await asyncio.wrap_future(engine._submit(engine._llm.collective_rpc("install_sampler_speedup"))) == [True]
+    texts, _, stats = await _collect(engine, sampling=Sampling(0.7, 0.8, 48, top_k=20, repetition_penalty=1.05,
+                                                              ignore_eos=True))
+    assert stats.generated_tokens == 48 and "".join(texts).strip()
+
+
 async def test_with_logprobs_asked_each_token_comes_with_its_probability_and_the_likeliest_alternatives(engine):
     events = [event async for event in engine.reply("你是导游", [{"role": "user", "content": "广州"}],
                                                     Sampling(0.0, 1.0, 16, ignore_eos=True, logprobs=5))]

@@ -97,7 +97,19 @@ def test_installed_in_place_of_vllms_sampler_once():
         assert SamplerSpeedup.install_sampler_speedup(worker)
         assert vllm_sampler.apply_all_penalties is not penalties
         assert topk_topp_sampler.apply_top_k_top_p is not masking
-        assert worker.model_runner.sampler.topk_topp_sampler.forward.__name__ == "fast_sample"
-        assert not SamplerSpeedup.install_sampler_speedup(worker)  # not stacked on itself
+        installed = (vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p,
+                     worker.model_runner.sampler.topk_topp_sampler.forward)
+        assert installed[2].__name__ == "fast_sample"
+        assert SamplerSpeedup.install_sampler_speedup(worker)  # in place already: not stacked on itself
+        assert (vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p,
+                worker.model_runner.sampler.topk_topp_sampler.forward) == installed
     finally:
         vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p = penalties, masking
+
+
+def test_vllms_own_sampler_stays_where_it_is_not_the_one_this_was_written_for():
+    worker = SimpleNamespace(model_runner=SimpleNamespace(sampler=vllm_sampler.Sampler()))
+    worker.model_runner.sampler.topk_topp_sampler.forward = worker.model_runner.sampler.topk_topp_sampler.forward_native
+    penalties = vllm_sampler.apply_all_penalties
+    assert not SamplerSpeedup.install_sampler_speedup(worker)
+    assert vllm_sampler.apply_all_penalties is penalties
