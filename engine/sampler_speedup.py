@@ -50,9 +50,10 @@ def repetition_penalty(logits: torch.Tensor, prompt_token_ids: torch.Tensor, pre
 
 def _window(logits: torch.Tensor, k: torch.Tensor | None,
             p: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """Each row's top `max(k)` logits with those vLLM's top-k/top-p drops set to -inf, and their indices in the
-    vocabulary; None for what this does not cover: no top-k or top-p, a top-k over `MAX_WINDOW` in some row,
-    or a tie at a row's k-th logit that reaches past the window (vLLM keeps every tie)."""
+    """Each row's top `max(k)` logits, and every logit tied with a row's k-th (vLLM keeps them all: frequent
+    with 16-bit logits), with those vLLM's top-k/top-p drops set to -inf, and their indices in the vocabulary;
+    None for what this does not cover: no top-k or top-p, or more than `MAX_WINDOW` logits to keep in a row.
+    Among logits tied at top-p's edge, which ones stay is arbitrary, for vLLM's sort as for this."""
     if k is None or p is None:
         return None
     window = int(k.max())
@@ -60,8 +61,11 @@ def _window(logits: torch.Tensor, k: torch.Tensor | None,
         return None
     values, indices = logits.topk(window, dim=-1)  # descending
     threshold = values.gather(1, (k.long() - 1).unsqueeze(1))
-    if bool(((logits >= threshold).sum(dim=-1) > window).any()):
+    kept = int((logits >= threshold).sum(dim=-1).max())
+    if kept > MAX_WINDOW:
         return None
+    if kept > window:
+        values, indices = logits.topk(kept, dim=-1)
     ascending = values.flip(-1).masked_fill(values.flip(-1) < threshold, -float("inf"))
     cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)
     drop = cumulative <= 1 - p.unsqueeze(dim=1)

@@ -33,6 +33,20 @@ def test_the_same_tokens_and_logits_as_vllm(top_k, top_p):
     assert all(int(torch.isfinite(row).sum()) <= kept for row, kept in zip(got, top_k))
 
 
+def test_ties_at_the_kth_logit_are_kept_as_vllm_keeps_them():
+    # Logits of a bfloat16 model: many share a value, often at the k-th largest.
+    generator = torch.Generator().manual_seed(3)
+    logits = (torch.randn(8, VOCAB, generator=generator) * 2).to(torch.bfloat16).float()
+    k, p = torch.full((8,), 20, dtype=torch.int32), torch.tensor([0.8, 0.9, 0.95, 1.0, 0.5, 0.8, 0.99, 0.7])
+    expected = vllm_own(logits.clone(), k, p)
+    got = top_k_top_p(logits.clone(), k, p, pytest.fail)
+    ties = (logits >= logits.topk(20, dim=-1).values[:, -1:]).sum(dim=-1)
+    assert (ties > 20).any()  # the case this test is about
+    for row_got, row_expected in zip(got, expected):  # which of the tokens tied at top-p's edge stay is arbitrary
+        assert torch.equal(row_got[torch.isfinite(row_got)].sort().values,
+                           row_expected[torch.isfinite(row_expected)].sort().values)
+
+
 def test_what_it_does_not_cover_goes_to_vllm():
     calls = []
 
@@ -43,7 +57,7 @@ def test_what_it_does_not_cover_goes_to_vllm():
     logits = torch.randn(2, 4096)
     top_k_top_p(logits, None, torch.tensor([0.8, 0.8]), fallback)  # top-p alone
     top_k_top_p(logits, torch.tensor([20, 4096]), torch.tensor([0.8, 0.8]), fallback)  # a row without top-k
-    tied = torch.zeros(2, 4096)  # every logit ties with the k-th
+    tied = torch.zeros(2, 4096)  # every logit ties with the k-th: more than MAX_WINDOW to keep
     top_k_top_p(tied, torch.tensor([20, 20]), torch.tensor([0.8, 0.8]), fallback)
     assert len(calls) == 3
     assert draw(tied, torch.tensor([20, 20]), torch.tensor([0.8, 0.8])) is None
