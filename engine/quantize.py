@@ -1,10 +1,11 @@
 """`python -m engine.quantize SOURCE OUT`: an int8 copy of a Hugging Face model folder that vLLM runs faster on CPU.
 
-Every linear layer of the decoder gets int8 weights, rounded to nearest with one scale per output
-channel; at run time vLLM quantises each token's activations to int8 on the fly and multiplies with
-oneDNN's int8 kernels. The files follow the `compressed-tensors` "int-quantized" layout vLLM loads
-(`*.weight` int8, `*.weight_scale` beside it, a `quantization_config` in `config.json`). The output
-head stays 16-bit: vLLM's head takes no int8 weights. Embeddings, norms and biases are copied as they are.
+Every linear layer of the decoder, and the output head where it is not the embeddings' matrix (an untied
+head, as in Qwen2.5-7B), gets int8 weights, rounded to nearest with one scale per output channel; at run
+time vLLM quantises each token's activations to int8 on the fly and multiplies with oneDNN's int8 kernels.
+The files follow the `compressed-tensors` "int-quantized" layout vLLM loads (`*.weight` int8,
+`*.weight_scale` beside it, a `quantization_config` in `config.json`). A tied head stays 16-bit, with the
+embeddings it shares; embeddings, norms and biases are copied as they are.
 Works shard by shard, so a 7B model needs about one shard of memory. Knows nothing of the app.
 """
 
@@ -26,17 +27,22 @@ from engine.errors import ModelLoadError
 from engine.model_cache import MANIFEST
 
 INDEX = "model.safetensors.index.json"
-QUANTIZATION_CONFIG = {
-    "quant_method": "compressed-tensors",
-    "format": "int-quantized",
-    "config_groups": {"group_0": {
-        "targets": ["Linear"],
-        "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
-        "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token",
-                              "dynamic": True},
-    }},
-    "ignore": ["lm_head"],
-}
+
+
+def quantization_config(tied_head: bool) -> dict:
+    """vLLM's `quantization_config`: every linear layer, and the output head unless it is tied (vLLM's head is
+    no `Linear`, so it is named)."""
+    return {
+        "quant_method": "compressed-tensors",
+        "format": "int-quantized",
+        "config_groups": {"group_0": {
+            "targets": ["Linear"] + ([] if tied_head else ["re:.*lm_head"]),
+            "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
+            "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token",
+                                  "dynamic": True},
+        }},
+        "ignore": ["lm_head"] if tied_head else [],
+    }
 
 
 def quantize_folder(source: Path, out: Path) -> None:
@@ -72,7 +78,7 @@ def quantize_folder(source: Path, out: Path) -> None:
         index = json.loads((source / INDEX).read_text())
         index["weight_map"].update(scales)
         (out / INDEX).write_text(json.dumps(index, indent=2))
-    config["quantization_config"] = QUANTIZATION_CONFIG
+    config["quantization_config"] = quantization_config(bool(config.get("tie_word_embeddings")))
     (out / "config.json").write_text(json.dumps(config, indent=2))
     for path in source.iterdir():  # tokenizer, template, generation config, licence, ...
         if path.is_file() and path.suffix != ".safetensors" and path.name not in (INDEX, "config.json", MANIFEST):
@@ -117,11 +123,13 @@ def _read_config(source: Path) -> dict:
 
 
 def _linear_weights(source: Path) -> set[str]:
-    """Names of the `.weight` tensors of the decoder's linear layers, from the model's own module tree."""
+    """Names of the `.weight` tensors of the linear layers to quantise, from the model's own module tree: the
+    decoder's, and the output head unless it is tied to the embeddings."""
+    config = AutoConfig.from_pretrained(source)
     with torch.device("meta"):
-        skeleton = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(source))
+        skeleton = AutoModelForCausalLM.from_config(config)
     return {f"{name}.weight" for name, module in skeleton.named_modules()
-            if isinstance(module, torch.nn.Linear) and name != "lm_head"}
+            if isinstance(module, torch.nn.Linear) and (name != "lm_head" or not config.tie_word_embeddings)}
 
 
 def main(argv: list[str] | None = None) -> int:

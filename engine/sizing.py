@@ -45,19 +45,20 @@ class ModelShape:
         return self.head_dim or self.hidden // self.heads
 
     def linear_rows_and_parameters(self) -> tuple[int, int]:
-        """Output rows and parameters of the decoder's linear layers (the ones `engine.quantize` makes int8)."""
+        """Output rows and parameters of the linear layers `engine.quantize` makes int8: the decoder's, and the
+        output head unless it is tied."""
         q, kv = self.heads * self.attention_dim, self.kv_heads * self.attention_dim
         shapes = [(q, self.hidden), (kv, self.hidden), (kv, self.hidden), (self.hidden, q),
                   (self.intermediate, self.hidden), (self.intermediate, self.hidden), (self.hidden, self.intermediate)]
-        return (self.layers * sum(rows for rows, _ in shapes),
-                self.layers * sum(rows * columns for rows, columns in shapes))
+        head = 0 if self.tied_embeddings else self.vocab
+        return (self.layers * sum(rows for rows, _ in shapes) + head,
+                self.layers * sum(rows * columns for rows, columns in shapes) + head * self.hidden)
 
     def other_parameters(self) -> int:
-        """Embeddings, output head (unless tied), norms and attention biases: kept in 16 bits."""
+        """Embeddings (the output head too where tied), norms and attention biases: kept in 16 bits."""
         q, kv = self.heads * self.attention_dim, self.kv_heads * self.attention_dim
         per_layer = 2 * self.hidden + q + 2 * kv
-        head = 0 if self.tied_embeddings else self.vocab * self.hidden
-        return self.vocab * self.hidden + head + self.layers * per_layer + self.hidden
+        return self.vocab * self.hidden + self.layers * per_layer + self.hidden
 
     def parameters(self) -> int:
         return self.linear_rows_and_parameters()[1] + self.other_parameters()

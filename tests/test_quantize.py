@@ -13,6 +13,7 @@ from engine.config import PROJECT_ROOT
 from engine.errors import ModelLoadError
 from engine.model_source import resolve_model
 from engine.quantize import quantize_folder, quantize_weight, weight_format
+from tests.tiny_model import build_tiny_thinker
 
 
 def test_round_to_nearest_per_channel_is_within_half_a_step():
@@ -39,9 +40,26 @@ def test_every_linear_layer_becomes_int8_and_the_rest_is_copied(tiny_model_dir, 
                 assert torch.equal(int8.get_tensor(name), original.get_tensor(name)), name
     config = json.loads((out / "config.json").read_text())
     assert config["quantization_config"]["format"] == "int-quantized" and config["quantization_config"]["ignore"] == [
-        "lm_head"]
+        "lm_head"]  # the tiny model's head is its embeddings (tied): it stays 16-bit
     assert {"tokenizer.json", "tokenizer_config.json", "generation_config.json"} <= {p.name for p in out.iterdir()}
     assert weight_format(out) == "int8" and weight_format(tiny_model_dir) == "bfloat16"
+
+
+def test_an_output_head_of_its_own_becomes_int8_and_vllm_serves_it(tmp_path):
+    source = build_tiny_thinker(tmp_path / "untied")  # a Qwen3 whose head is not its embeddings, as Qwen2.5-7B's
+    out = tmp_path / "int8"
+    out.mkdir()
+    quantize_folder(source, out)
+    with safe_open(out / "model.safetensors", "pt") as int8:
+        assert int8.get_tensor("lm_head.weight").dtype == torch.int8 and "lm_head.weight_scale" in int8.keys()
+        assert int8.get_tensor("model.embed_tokens.weight").dtype == torch.bfloat16
+    settings = json.loads((out / "config.json").read_text())["quantization_config"]
+    assert settings["ignore"] == [] and "re:.*lm_head" in settings["config_groups"]["group_0"]["targets"]
+    done = subprocess.run([sys.executable, "-m", "bench.quality", "--quick", "--model", str(source), "--int8", str(out),
+                           "--out", str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "quality.json").read_text())
+    assert [answer["int8"] for answer in result["answers"]] == [answer["original"] for answer in result["answers"]]
 
 
 def quantise_command(*args):

@@ -27,12 +27,14 @@ def test_kv_cache_per_token_is_two_by_layers_kv_heads_head_dim_bytes():
     assert kv_cache_bytes(seven_b, 4096, "float32") == 2 * kv_cache_bytes(seven_b, 4096)
 
 
-def test_int8_keeps_embeddings_and_head_in_16_bits():
-    seven_b = QWEN["Qwen2.5-7B-Instruct"]
+def test_int8_keeps_embeddings_in_16_bits_and_the_head_too_where_tied():
+    seven_b, small = QWEN["Qwen2.5-7B-Instruct"], QWEN["Qwen2.5-0.5B-Instruct"]
     rows, linear = seven_b.linear_rows_and_parameters()
     assert weight_bytes(seven_b, "original") == 2 * seven_b.parameters()
     assert weight_bytes(seven_b, "int8") == linear + 2 * rows + 2 * seven_b.other_parameters()
-    assert 0.5 < weight_bytes(seven_b, "int8") / weight_bytes(seven_b, "original") < 0.6
+    assert 0.5 < weight_bytes(seven_b, "int8") / weight_bytes(seven_b, "original") < 0.55
+    assert linear - small.linear_rows_and_parameters()[1] > seven_b.vocab * seven_b.hidden  # its head is in there
+    assert small.other_parameters() > small.vocab * small.hidden  # the tied head is the 16-bit embeddings
 
 
 def test_the_readme_table_is_the_computed_one():
