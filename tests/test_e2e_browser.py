@@ -205,13 +205,16 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     assert final["weights"] == ("int8" if fast_int8() else resolve_dtype("auto"))
     assert final["dtype"] == resolve_dtype("auto")
 
-    # Token counts, exactly: the reply's raw text re-tokenised (+1 for the end-of-turn token the model
-    # generated and the text does not show), the prompt rendered again.
+    # Token counts: the engine's, as logged; the reply's raw text re-tokenised (+1 for the end-of-turn token the
+    # model generated and the text does not show) gives as many, or a few fewer where the model wrote a word in
+    # more pieces than the tokenizer would (a greedy reply can); the prompt rendered again, exactly.
     tokenizer = AutoTokenizer.from_pretrained(demo_model_dir)
     reply_text = [step["output"] for _, step in socket_events(page, "update_message")
                   if step["type"] == "assistant_message" and step["output"]][-1]
     finished_by_stop = demo_app.reply_stats()[-1].split(", ")[-2] == "stop"
-    assert int(final["generated_tokens"]) == len(tokenizer.encode(reply_text)) + finished_by_stop
+    generated = int(final["generated_tokens"])
+    assert generated == int(re.search(r"(\d+) generated", demo_app.reply_stats()[-1]).group(1))
+    assert 0 <= generated - finished_by_stop - len(tokenizer.encode(reply_text)) <= 3
     persona = load_personas(ROOT / "prompts", "tour_guide")[0]
     prompt = tokenizer.apply_chat_template([{"role": "system", "content": persona.system_prompt},
                                             {"role": "user", "content": question}], add_generation_prompt=True,
