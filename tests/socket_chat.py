@@ -27,12 +27,12 @@ class Visitor(ChatClient):
         self.events.append((event, data))
         await super()._on_event(event, data)
 
-    async def ask_and_wait(self, question: str) -> str:
+    async def ask_and_wait(self, question: str, timeout: float = 30) -> str:
         """The reply's whole text, once its footer arrived."""
         self.text = ""
         self.done.clear()
         await self.ask(question)
-        await asyncio.wait_for(self.done.wait(), 30)
+        await asyncio.wait_for(self.done.wait(), timeout)
         return self.text
 
     def errors(self) -> list[str]:
