@@ -14,6 +14,7 @@ import re
 import sys
 from contextlib import aclosing
 from dataclasses import replace
+from pathlib import Path
 from typing import AsyncIterator
 
 import chainlit as cl
@@ -43,6 +44,9 @@ from web import telemetry
 from web.auth import Logins
 from web.gate import guard_logins, restrict_origins
 from web.health import add_health_routes
+from web.ownership import add_owner_checks
+from web.private_files import make_private
+from web.socket_guard import guard_socket
 
 log = logging.getLogger("app")
 
@@ -57,12 +61,18 @@ try:
 except ChatError as error:
     print(f"\nCannot start: {error}\n", file=sys.stderr)
     sys.exit(2)
+make_private(SETTINGS.state_dir, [path for path in (SETTINGS.users_file, SETTINGS.database, Path(".env")) if path])
 serve_page_offline()
 chinese_first()
 restrict_origins(SETTINGS.allowed_origins)
 add_health_routes(MODEL.name, SETTINGS.metrics_token, LOGINS)
 
 STORE = ChatStore(SETTINGS.database)
+add_owner_checks(STORE, LOGINS)
+# The longest question taken: text people write packs fewer than 8 characters into a token, so a longer one
+# could not fit the model's context anyway.
+guard_socket(max_message_chars=8 * SETTINGS.max_model_len, logins=LOGINS is not None,
+             thread_exists=STORE.thread_exists)
 GATE = ReplyGate(SETTINGS.max_concurrent_replies)
 GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
 MEMORY = MemoryMonitor()
@@ -240,8 +250,11 @@ async def answer(message: cl.Message) -> None:
         prompt = await anext(events)
         if isinstance(prompt, Refused):
             conversation.rewind(message.id)
+            await STORE.forget_step(message.id)
             await cl.ErrorMessage(content=prompt.message).send()
             return
+        if STORE.keep_step(message.id):  # refused before, and now edited to fit
+            await message.update()
         if options["teaching"]:
             await show_prompt(prompt, sampling)
         notice = QueueNotice()

@@ -45,9 +45,10 @@ class ChatClient:
             self.messages.append(data)
         elif event == "task_end" and self._chat_start_seen:
             self.started.set()
+            if self.generated_tokens is not None:  # the reply's task is over: the page takes a question again
+                self.done.set()
         elif event == "element" and data.get("name") == "ReplyFooter":
             self.generated_tokens = data["props"]["generated_tokens"]
-            self.done.set()
 
     async def connect(self) -> None:
         auth = {"sessionId": str(uuid.uuid4()), "clientType": "webapp"}
@@ -59,6 +60,7 @@ class ChatClient:
         await asyncio.wait_for(self.started.wait(), 60)
 
     async def ask(self, question: str) -> None:
+        self.generated_tokens = None
         await self.socket.emit("client_message", {"message": {
             "id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message", "output": question,
             "createdAt": datetime.now(timezone.utc).isoformat()}, "fileReferences": None})

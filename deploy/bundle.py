@@ -27,6 +27,7 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
+from deploy.install import HASHED_LOCK
 from deploy.wheelhouse import wheelhouse
 from engine.config import PROJECT_ROOT, load_settings
 from engine.errors import ChatError, DeployError
@@ -48,6 +49,13 @@ def glibc_needed(wheel_names: list[str]) -> tuple[int, int]:
         if "any" not in platforms:
             needed = max(needed, min(map(_glibc_of, platforms)))
     return needed
+
+
+def hashed_lock(wheel_files: list[Path]) -> str:
+    """The lock as pip's hash-checking mode reads it: each wheel's name and version with the sha256 it had
+    when the bundle was built (`pip install --require-hashes` on the site refuses any other file)."""
+    return "".join(f"{name}=={version} --hash=sha256:{_sha256(path)}\n"
+                   for path in wheel_files for name, version, *_ in [path.name.split("-")])
 
 
 def _glibc_of(platform_tag: str) -> tuple[int, int]:
@@ -109,6 +117,7 @@ def build_bundle(out_dir: Path) -> Path:
         "venv_bytes": _size(PROJECT_ROOT / ".venv"),
     }
     entries["bundle/manifest.json"] = json.dumps(manifest, indent=1).encode()
+    entries[f"bundle/{HASHED_LOCK}"] = hashed_lock(wheel_files).encode()
     sums = "".join(f"{_sha256(source)}  {name}\n" for name, source in sorted(entries.items())
                    if not (isinstance(source, Path) and source.is_symlink()))
     entries["bundle/SHA256SUMS"] = sums.encode()

@@ -3,7 +3,8 @@
 First every check, changing nothing when one fails and saying why in one line: the Python minor version,
 CPU architecture and glibc the bundle's wheels were built for, Python's `venv` module, every file's
 sha256 (`bundle/SHA256SUMS`), and the free disk space. Then: `.venv` from the bundled wheels only
-(`pip install --no-index --no-deps`, with pip's own configuration and environment set aside), the model
+(`pip install --no-index --no-deps --require-hashes`, each wheel's sha256 as recorded when the bundle was
+built, with pip's own configuration and environment set aside), the model
 folder copied into the cache (`CHAT_CACHE_DIR/bundled/<name>`) and verified against its manifest, and
 `CHAT_MODEL` in `.env` pointed at it (other settings in `.env` are kept). Runs before `.venv` exists, so
 it uses the standard library and the app's standard-library modules only (`engine.config`,
@@ -30,6 +31,7 @@ from engine.model_cache import file_sha256, is_complete  # noqa: E402
 
 BUNDLE = APP / "bundle"
 STAMP = ".installed-requirements.txt"  # the stamp scripts/setup.sh checks: this lock is installed
+HASHED_LOCK = "requirements-hashed.txt"  # in bundle/: the lock with each wheel's sha256 (`deploy.bundle`)
 DISK_MARGIN = 1.1
 
 
@@ -93,9 +95,10 @@ def install_venv(app: Path, bundle: Path) -> None:
     # Only the bundle's wheels: no index, and none of this machine's pip configuration or PIP_* settings.
     environment = {name: value for name, value in os.environ.items() if not name.startswith("PIP_")}
     environment["PIP_CONFIG_FILE"] = os.devnull
+    # Hash-checking mode: pip installs a wheel only if its sha256 is the one recorded when the bundle was built.
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-deps",
-                    "--disable-pip-version-check", "--progress-bar", "off", "-q", "--find-links",
-                    str(bundle / "wheels"), "-r", str(app / "requirements.txt")], check=True, env=environment)
+                    "--require-hashes", "--disable-pip-version-check", "--progress-bar", "off", "-q", "--find-links",
+                    str(bundle / "wheels"), "-r", str(bundle / HASHED_LOCK)], check=True, env=environment)
     (venv / STAMP).write_text(file_sha256(app / "requirements.txt") + "\n")
 
 
@@ -117,6 +120,7 @@ def point_env_at(env_file: Path, model: Path) -> None:
     kept = [line for line in lines if line.strip().partition("=")[0].strip().removeprefix("export ").strip()
             != "CHAT_MODEL"]
     env_file.write_text("\n".join([*kept, f"CHAT_MODEL={model}"]) + "\n", encoding="utf-8")
+    env_file.chmod(0o600)  # settings may hold tokens: the service user's alone
 
 
 def main() -> int:

@@ -44,15 +44,28 @@ def render_prompt(
     if not history or history[-1]["role"] != "user":
         raise ValueError("history must end with the newest user message")
     turn_starts = [index for index, message in enumerate(history) if message["role"] == "user"]
-    for start in turn_starts:
+
+    def render(start: int) -> tuple[str, list[int]]:
         conversation = [{"role": "system", "content": system_prompt}, *history[start:]]
         text = tokenizer.apply_chat_template(
             conversation, tokenize=False, add_generation_prompt=True, **(template_options or {})
         )
-        token_ids = tokenizer.encode(text, add_special_tokens=False)
-        if len(token_ids) <= budget:
-            return RenderedPrompt(text=text, token_ids=token_ids, dropped_messages=start)
-    raise MessageTooLongError(
-        f"This message is too long: with the system prompt it needs {len(token_ids)} tokens, but only "
-        f"{budget} fit beside the reply. Please shorten it or split it into several messages."
-    )
+        return text, tokenizer.encode(text, add_special_tokens=False)
+
+    # Fewer turns never take more tokens, so the earliest turn that fits is found by bisection: a long
+    # conversation costs a few renderings, not one per turn.
+    low, high = 0, len(turn_starts) - 1
+    text, token_ids = render(turn_starts[high])
+    if len(token_ids) > budget:
+        raise MessageTooLongError(
+            f"This message is too long: with the system prompt it needs {len(token_ids)} tokens, but only "
+            f"{budget} fit beside the reply. Please shorten it or split it into several messages."
+        )
+    while low < high:  # turn_starts[high] fits, and `text` is its rendering
+        middle = (low + high) // 2
+        candidate = render(turn_starts[middle])
+        if len(candidate[1]) <= budget:
+            high, (text, token_ids) = middle, candidate
+        else:
+            low = middle + 1
+    return RenderedPrompt(text=text, token_ids=token_ids, dropped_messages=turn_starts[high])

@@ -20,6 +20,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import AsyncIterator
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -57,8 +58,16 @@ class Replica:
 
     def __init__(self, url: str) -> None:
         self.url = url  # the base URL, ending in /v1
+        self.name = shown_address(url)  # the URL as logs, messages and health checks show it
         self.state = ReplicaState()
         self.in_flight = 0
+
+
+def shown_address(url: str) -> str:
+    """A server's URL without what may be secret in it (a user and password, a query) for everyone to see."""
+    parts = urlsplit(url)
+    host = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname or ""
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def check_replica(url: str, headers: dict[str, str], settings: Settings,
@@ -85,7 +94,8 @@ def check_replica(url: str, headers: dict[str, str], settings: Settings,
             metrics = client.get(f"{root}/metrics")
             metrics.raise_for_status()
     except (httpx.HTTPError, ValueError, KeyError, IndexError) as error:
-        return ReplicaState(problem=f"it does not answer ({type(error).__name__}: {error})")
+        said = str(error).replace(root, shown_address(root))  # httpx names the URL it asked, credentials and all
+        return ReplicaState(problem=f"it does not answer ({type(error).__name__}: {said})")
     return ReplicaState(True, "", False, card["id"], *_load(metrics.text))
 
 
@@ -103,7 +113,8 @@ def prepare_remote(settings: Settings) -> Path:
     for url in settings.engine_urls:
         state = check_replica(url, _headers(settings), settings, tokenizer)
         if state.mismatch:
-            raise ModelLoadError(f"CHAT_ENGINE_URLS: the vLLM server at {url} does not fit: {state.problem}.")
+            raise ModelLoadError(f"CHAT_ENGINE_URLS: the vLLM server at {shown_address(url)} does not fit: "
+                                 f"{state.problem}.")
     return model
 
 
@@ -153,9 +164,9 @@ class RemoteEngine:
             state = check_replica(replica.url, self._headers, self.settings, self.tokenizer)
             if state.ready != replica.state.ready or state.problem != replica.state.problem:
                 if state.ready:
-                    log.info("Replica %s is ready", replica.url)
+                    log.info("Replica %s is ready", replica.name)
                 else:
-                    log.warning("Replica %s is left out: %s", replica.url, state.problem)
+                    log.warning("Replica %s is left out: %s", replica.name, state.problem)
             replica.state = state
 
     def _check_forever(self) -> None:
@@ -218,14 +229,14 @@ class RemoteEngine:
                 async with client.stream("POST", f"{replica.url}/completions", json=body) as response:
                     if response.status_code != 200:
                         detail = (await response.aread()).decode(errors="replace")[:300]
-                        raise EngineUnavailableError(f"模型服务器拒绝了这个请求。 The model server {replica.url} refused "
+                        raise EngineUnavailableError(f"模型服务器拒绝了这个请求。 The model server {replica.name} refused "
                                                      f"the request ({response.status_code}: {detail}).")
                     async for line in response.aiter_lines():
                         if not line.startswith("data: ") or line == "data: [DONE]":
                             continue
                         chunk = json.loads(line[6:])
                         if "error" in chunk:
-                            raise EngineUnavailableError(f"模型服务器在回答中途出错。 The model server {replica.url} "
+                            raise EngineUnavailableError(f"模型服务器在回答中途出错。 The model server {replica.name} "
                                                          f"failed mid-reply: {chunk['error'].get('message')}")
                         choice = chunk["choices"][0]
                         now = time.perf_counter()
@@ -236,12 +247,12 @@ class RemoteEngine:
                             channel.put(TextDelta(choice["text"], stats, token_ids=tuple(choice["token_ids"])))
         except httpx.ConnectError as error:
             replica.state = ReplicaState(problem=f"it does not answer ({error})")
-            log.warning("Replica %s does not answer: %s", replica.url, error)
+            log.warning("Replica %s does not answer: %s", replica.name, error)
             channel.close(_Unreachable())
             return
         except httpx.HTTPError as error:
             replica.state = ReplicaState(problem=f"it broke off a reply ({type(error).__name__})")
-            log.warning("Replica %s broke off a reply: %s", replica.url, error)
+            log.warning("Replica %s broke off a reply: %s", replica.name, error)
             channel.close(EngineUnavailableError("模型服务器在回答中途断开，请再问一次（会换一台服务器）。 The model server "
                                                  "stopped answering mid-reply; ask again and another server answers."))
             return
@@ -249,7 +260,7 @@ class RemoteEngine:
             channel.close(error)
             return
         except (ValueError, KeyError, IndexError) as error:
-            channel.close(EngineUnavailableError(f"模型服务器的回答无法读取。 The model server {replica.url} answered "
+            channel.close(EngineUnavailableError(f"模型服务器的回答无法读取。 The model server {replica.name} answered "
                                                  f"something that is not vLLM's stream ({error})."))
             return
         channel.put(Finished(stats))
@@ -260,7 +271,7 @@ class RemoteEngine:
                                      "in-process engine only, not yet through vLLM servers (CHAT_ENGINE_URLS).")
 
     def state(self) -> EngineState:
-        servers = tuple(ServerReport(replica.url, state.ready, state.problem, replica.in_flight, state.running,
+        servers = tuple(ServerReport(replica.name, state.ready, state.problem, replica.in_flight, state.running,
                                      state.waiting, state.kv_cache_usage)
                         for replica in self.replicas for state in [replica.state])
         ready = [server for server in servers if server.ready]

@@ -15,6 +15,7 @@ prepared or loaded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
@@ -23,6 +24,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+import psutil
 
 from engine.api import ChatEngine
 from engine.config import Settings
@@ -109,10 +112,15 @@ def _load(build: Callable[[], ChatEngine]) -> None:
 
     def load() -> None:
         try:
-            future.set_result(build())
+            engine = build()
         except BaseException as error:  # handed to every waiting session, not lost on this thread
-            log.error("The engine did not load: %s", error)
+            if not _stopping.is_set():
+                log.error("The engine did not load: %s", error)
             future.set_exception(error)
+            return
+        if _stopping.is_set():  # the app stopped while this engine loaded: it must not outlive the app
+            engine.shutdown()
+        future.set_result(engine)
 
     threading.Thread(target=load, name="engine-loader", daemon=True).start()
 
@@ -180,7 +188,23 @@ async def wait_for_engine() -> ChatEngine:
 
 
 def shutdown_engine() -> None:
-    """Shut the engine down if it finished loading (its vLLM processes with it); no rebuild after."""
+    """Shut the engine down (its vLLM processes with it); no rebuild after. An engine still loading, at start or
+    after a fault, has processes that nothing could shut down yet: they are ended here too."""
     _stopping.set()
     if _engine is not None and _engine.done() and _engine.exception() is None:
         _engine.result().shutdown()
+    _end_child_processes()
+
+
+def _end_child_processes(grace: float = 3.0) -> None:
+    """Terminate what this process started and is still running, then kill what outlives `grace` seconds."""
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=grace)
+    for child in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+    if children:
+        log.info("Ended %d processes of the engine that were still running (one still loading)", len(children))

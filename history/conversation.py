@@ -2,7 +2,8 @@
 the id of the message that shows it.
 
 A question asked again under an id already in the conversation is an edit: everything from that
-question on is dropped first, as the page drops it. `from_steps` rebuilds a conversation from the steps
+question on is dropped first, as the page drops it. Beyond `MAX_TURNS` the oldest turns are forgotten: the
+prompt holds only what fits the model's context, and a chat that runs for days must not grow without end. `from_steps` rebuilds a conversation from the steps
 a thread stored: user messages and the app's replies (marked with `REPLY` in their metadata) only, never
 notices, errors, the teaching step or Chainlit's "Task manually stopped." line. Plain data; knows
 nothing of Chainlit or the model.
@@ -16,6 +17,7 @@ from typing import Literal
 from engine.prompt import Message
 
 REPLY = "reply"  # the metadata key that marks a message as one of the assistant's replies
+MAX_TURNS = 400  # questions and replies kept for the model; far more than any context here holds
 
 
 @dataclass(frozen=True)
@@ -33,10 +35,12 @@ class Conversation:
         """Add a question; returns True if it was an edit of an earlier one (and the conversation rewound)."""
         edited = self.rewind(message_id)
         self.turns.append(Turn(message_id, "user", text))
+        del self.turns[:-MAX_TURNS]
         return edited
 
     def answer(self, message_id: str, text: str) -> None:
         self.turns.append(Turn(message_id, "assistant", text))
+        del self.turns[:-MAX_TURNS]
 
     def rewind(self, message_id: str) -> bool:
         """Drop the message `message_id` and everything after it, if it is here."""
@@ -58,4 +62,4 @@ class Conversation:
                 turns.append(Turn(step["id"], "user", step.get("output") or ""))
             elif step.get("type") == "assistant_message" and REPLY in (step.get("metadata") or {}):
                 turns.append(Turn(step["id"], "assistant", step.get("output") or ""))
-        return cls(turns)
+        return cls(turns[-MAX_TURNS:])

@@ -60,18 +60,32 @@ def checked(settings: Settings, previous: dict, proposed: dict) -> tuple[dict, l
     refused = []
     for key, limit in limits(settings).items():
         value = proposed.get(key, previous[key])
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
+        try:  # a number, as the slider sends it: not a text, not a switch's true/false
+            number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else float("nan")
+        except OverflowError:  # an integer too large for a float
             number = float("nan")
         if limit.low <= number <= limit.high:
             options[key] = int(number) if key == "max_new_tokens" else number
         else:
-            refused.append(f"{limit.label}: {value!r} 不在 {limit.low:g}–{limit.high:g} 之内，仍为 {previous[key]:g}。 "
-                           f"{value!r} is outside {limit.low:g}–{limit.high:g}; {previous[key]:g} is kept.")
-    for key in SWITCHES:
-        options[key] = bool(proposed.get(key, previous[key]))
+            refused.append(f"{limit.label}: {_shown(value)} 不在 {limit.low:g}–{limit.high:g} 之内，仍为 {previous[key]:g}。 "
+                           f"{_shown(value)} is outside {limit.low:g}–{limit.high:g}; {previous[key]:g} is kept.")
+    for key, label in SWITCHES.items():
+        value = proposed.get(key, previous[key])
+        if isinstance(value, bool):
+            options[key] = value
+        else:
+            refused.append(f"{label}: {_shown(value)} 不是开或关，仍为{'开' if previous[key] else '关'}。 "
+                           f"{_shown(value)} is not on or off; it stays {'on' if previous[key] else 'off'}.")
     return options, refused
+
+
+def _shown(value: object) -> str:
+    """A refused value as the message quotes it: short, whatever was sent."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer of more digits than Python writes out
+        return "<a huge number>"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def sampling(settings: Settings, options: dict) -> Sampling:

@@ -15,6 +15,7 @@ import os
 import secrets
 import time
 from collections import defaultdict, deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -44,11 +45,13 @@ def ensure_secret(state_dir: Path) -> str:
 class LoginThrottle:
     """Wrong passwords counted per key (a user name, an address) over the last `WINDOW` seconds: each
     attempt after a failure waits longer (1, 2, 4, 8 s), and the `max_failures`-th locks the key out for
-    `lockout` seconds."""
+    `lockout` seconds. A check under way counts as a failure until it ends (`begin`, `end`), so guesses sent
+    all at once get no more checks than guesses sent one by one."""
 
     WINDOW = 900.0
     MAX_DELAY = 8.0
     MAX_KEYS = 10_000
+    MAX_CHECKING = 32  # password checks under way at once, over all keys
 
     def __init__(self, max_failures: int, lockout: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_failures = max_failures
@@ -56,6 +59,8 @@ class LoginThrottle:
         self._clock = clock
         self._failures: dict[str, deque[float]] = defaultdict(deque)
         self._locked_until: dict[str, float] = {}
+        self._checking: dict[str, int] = defaultdict(int)  # checks under way, per key
+        self._under_way = 0  # checks under way, in all
 
     def _recent(self, key: str) -> deque[float]:
         failures = self._failures[key]
@@ -71,6 +76,29 @@ class LoginThrottle:
         """How long this attempt waits before its password is checked: longer after each recent failure."""
         failures = max(len(self._recent(key)) for key in keys)
         return 0.0 if failures == 0 else min(2.0 ** (failures - 1), self.MAX_DELAY)
+
+    def begin(self, keys: list[str]) -> bool:
+        """Reserve a password check for `keys`; False (nothing reserved) when the recent failures and the
+        checks under way already reach the limit for one of them, or too many checks run at once."""
+        if (self._under_way >= self.MAX_CHECKING
+                or any(len(self._recent(key)) + self._checking[key] >= self.max_failures for key in keys)):
+            return False
+        self._under_way += 1
+        for key in keys:
+            self._checking[key] += 1
+        return True
+
+    def end(self, keys: list[str], succeeded: bool | None) -> None:
+        """A reserved check is over: it succeeded, failed, or (None) ended without a verdict."""
+        self._under_way -= 1
+        for key in keys:
+            self._checking[key] -= 1
+            if not self._checking[key]:
+                del self._checking[key]
+        if succeeded:
+            self.succeeded(keys)
+        elif succeeded is False:
+            self.failed(keys)
 
     def failed(self, keys: list[str]) -> None:
         for key in keys:
@@ -99,9 +127,12 @@ class Logins:
                               "`.venv/bin/python -m engine.users add NAME`, or unset CHAT_USERS_FILE for no logins.")
         self.secret = ensure_secret(state_dir)
         self.throttle = LoginThrottle(max_failures, lockout_seconds)
+        # Hashing a password takes 64 MiB and a core for a moment: one at a time, on a thread of its own, so a
+        # burst of logins neither fills the memory nor takes the threads that replies and the sidebar use.
+        self._hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="password-check")
 
     async def check_password(self, name: str, password: str) -> bool:
-        return await asyncio.to_thread(self._verify, name, password)
+        return await asyncio.get_running_loop().run_in_executor(self._hashing, self._verify, name, password)
 
     def _verify(self, name: str, password: str) -> bool:
         try:

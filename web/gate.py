@@ -40,6 +40,7 @@ OPEN_PATHS = frozenset({"/", "/login", "/logout", "/auth/config", "/project/tran
 # Static files, and the page shell of a thread's address (the page itself then asks for the login).
 OPEN_PREFIXES = ("/public/", "/assets/", "/avatars/", "/thread/")
 AUTH_COOKIE = "access_token"
+MAX_LOGIN_BYTES = 4096  # a login form is a name and a password; anything larger is refused unread
 
 
 def restrict_origins(allowed: tuple[str, ...]) -> None:
@@ -92,15 +93,19 @@ class AccessGate:
         await _json(send, 401, {"detail": "Unauthorized"}, clear)
 
     async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = await _read_body(receive)
+        body = await _read_body(receive, Headers(scope=scope).get("content-length", ""))
+        if body is None:
+            telemetry.LOGINS_REFUSED.labels("too_large").inc()
+            return await _json(send, 413, {"detail": f"A login form is at most {MAX_LOGIN_BYTES} bytes."}, [])
         form = await Request(scope, _replay(body, receive)).form()
         address = (scope.get("client") or ("unknown",))[0]
-        keys = [f"user:{form.get('username', '')}", f"address:{address}"]
+        keys = [f"user:{str(form.get('username', ''))[:200]}", f"address:{address}"]
         throttle = self.logins.throttle
-        if locked := throttle.locked_for(keys):
+        locked = throttle.locked_for(keys)
+        if locked or not throttle.begin(keys):
             telemetry.LOGINS_REFUSED.labels("locked_out").inc()
-            return await _json(send, 429, {"detail": LOCKED_OUT}, [(b"retry-after", str(math.ceil(locked)).encode())])
-        await asyncio.sleep(throttle.delay(keys))
+            retry = str(math.ceil(locked or throttle.MAX_DELAY)).encode()
+            return await _json(send, 429, {"detail": LOCKED_OUT}, [(b"retry-after", retry)])
         status = 0
 
         async def note_status(message: dict) -> None:
@@ -109,21 +114,27 @@ class AccessGate:
                 status = message["status"]
             await send(message)
 
-        await self.app(scope, _replay(body, receive), note_status)
+        try:
+            await asyncio.sleep(throttle.delay(keys))
+            await self.app(scope, _replay(body, receive), note_status)
+        finally:
+            throttle.end(keys, True if 0 < status < 400 else False if status == 401 else None)
         if status == 401:
-            throttle.failed(keys)
             telemetry.LOGINS_REFUSED.labels("wrong_password").inc()
-        elif status < 400:
-            throttle.succeeded(keys)
 
 
-async def _read_body(receive: Receive) -> bytes:
-    body = b""
+async def _read_body(receive: Receive, declared_length: str) -> bytes | None:
+    """The request's body, or None as soon as it is known to exceed `MAX_LOGIN_BYTES` (nothing more is read)."""
+    if declared_length.isdigit() and int(declared_length) > MAX_LOGIN_BYTES:
+        return None
+    body = bytearray()
     while True:
         message = await receive()
         body += message.get("body", b"")
+        if len(body) > MAX_LOGIN_BYTES:
+            return None
         if not message.get("more_body"):
-            return body
+            return bytes(body)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

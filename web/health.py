@@ -35,7 +35,8 @@ def add_health_routes(model_name: str, metrics_token: str, logins: Logins | None
         except ValueError:
             pass
         token = login_token(request.headers)
-        return bool(token) and (bool(metrics_token) and secrets.compare_digest(token, metrics_token)
+        # As bytes: a header may carry any character, and compare_digest refuses non-ASCII text.
+        return bool(token) and (bool(metrics_token) and secrets.compare_digest(token.encode(), metrics_token.encode())
                                 or logins is not None and logins.session_user(token) is not None)
 
     def refused() -> Response:
@@ -59,3 +60,4 @@ def add_health_routes(model_name: str, metrics_token: str, logins: Logins | None
         return Response(await asyncio.to_thread(generate_latest, telemetry.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     server.app.router.routes[0:0] = [Route("/healthz", healthz), Route("/metrics", metrics)]
+

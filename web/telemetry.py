@@ -28,7 +28,7 @@ TIME_TO_FIRST_TOKEN = Histogram("chat_time_to_first_token_seconds", "From the re
                                 buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60), registry=REGISTRY)
 DECODE_SPEED = Histogram("chat_decode_tokens_per_second", "Tokens per second of one reply after its first token",
                          buckets=(1, 2, 5, 10, 15, 20, 30, 50, 100, 200), registry=REGISTRY)
-LOGINS_REFUSED = Counter("chat_logins_refused", "Logins refused: wrong_password (or unknown user), locked_out",
+LOGINS_REFUSED = Counter("chat_logins_refused", "Logins refused: wrong_password (or unknown user), locked_out, too_large",
                          ["reason"], registry=REGISTRY)
 ENDINGS = ("stop", "length", "abort", "error")
 for _ending in ENDINGS:

@@ -1,0 +1,153 @@
+"""What a visitor's socket may send: every Chainlit socket event checked before Chainlit's own handler sees it.
+
+Chainlit 2.12 trusts its page: it takes any string as a new thread's id, stores a message with whatever
+type and metadata the client gave it (a "user" message of type `assistant_message` would later be replayed
+to the model, and exported, as the assistant's words), lets a visitor without a login open any thread by
+id, queues every message a client sends however many, and lets a malformed event raise deep inside its
+handlers. Here each event is checked first: a thread id must be a UUID (without logins, a stored one gives
+a new chat instead), a message is rebuilt from its text and id alone as a `user_message`, one question at a
+time per chat, and anything malformed is refused with one log line while every other chat goes on. Knows
+nothing of the model.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from typing import Any, Awaitable, Callable
+
+import chainlit.server as server
+from chainlit.context import init_ws_context
+from chainlit.message import ErrorMessage
+from chainlit.session import WebsocketSession
+
+from history.ids import is_uuid
+
+log = logging.getLogger(__name__)
+CLIENT_TYPES = {"webapp", "copilot", "teams", "slack", "discord"}
+TEXT_EVENTS = ("client_message", "edit_message")  # the events that carry a question
+OFF = ("audio_start", "audio_chunk", "audio_end", "message_favorite", "fetch_favorites")  # features turned off
+
+
+class Refused(Exception):
+    """A client event that is not what Chainlit's page sends; its message says why, for the log, and `tell`
+    what the visitor sees, where an honest page could have sent it."""
+
+    def __init__(self, reason: str, tell: str = "") -> None:
+        super().__init__(reason)
+        self.tell = tell
+
+
+def guard_socket(max_message_chars: int, logins: bool, thread_exists: Callable[[str], Awaitable[bool]]) -> None:
+    """Put the checks in front of Chainlit's socket handlers. `max_message_chars`: the longest question taken
+    (longer ones cannot fit the model's context anyway); `logins`: whether visitors log in; `thread_exists`:
+    whether the database holds a thread of that id."""
+    handlers = server.sio.handlers["/"]
+    connect = handlers["connect"]
+
+    async def checked_connect(sid: str, environ: dict, auth: Any = None) -> Any:
+        try:
+            thread_id = _check_auth(auth)
+        except Refused as reason:
+            log.warning("Refused a socket connection from %s: %s", _address(environ), reason)
+            raise ConnectionRefusedError(str(reason)) from None
+        if thread_id and not logins and await thread_exists(thread_id):
+            # Nobody owns a thread without logins, so nobody may open one again: a reloaded page starts anew.
+            log.warning("A socket from %s asked for stored thread %s without logins; it gets a new chat",
+                        _address(environ), thread_id)
+            auth = {**auth, "threadId": ""}
+        return await connect(sid, environ, auth)
+
+    handlers["connect"] = checked_connect
+    for event in TEXT_EVENTS:
+        handlers[event] = _checked(event, handlers[event], functools.partial(_question, max_message_chars))
+    for event in OFF:
+        handlers[event] = _checked(event, handlers[event], _never)
+    for event in ("chat_settings_change", "chat_settings_edit"):
+        handlers[event] = _checked(event, handlers[event], _settings)
+    for event in ("connection_successful", "clear_session", "stop", "window_message"):
+        handlers[event] = _checked(event, handlers[event], None)
+
+
+def _checked(event: str, handler: Callable, check: Callable[[str, Any], Any] | None) -> Callable:
+    """`handler` behind `check` (which returns the payload to hand on, or raises `Refused`); an event with no
+    session, or whose handler trips over a malformed payload, is refused with one log line."""
+
+    async def guarded(sid: str, *payload: Any) -> Any:
+        try:
+            if WebsocketSession.get(sid) is None:
+                raise Refused("no session (connect first)")
+            if check is not None:
+                payload = (check(sid, payload[0] if payload else None),)
+            return await handler(sid, *payload)
+        except Refused as reason:
+            log.warning("Refused a %r event from socket %s: %s", event, sid, reason)
+            if reason.tell:
+                init_ws_context(sid)
+                await ErrorMessage(content=reason.tell).send()
+        except (KeyError, TypeError, ValueError, AttributeError, AssertionError) as error:
+            log.warning("Refused a malformed %r event from socket %s: %s: %s", event, sid, type(error).__name__,
+                        str(error)[:200])
+        return None
+
+    return guarded
+
+
+def _check_auth(auth: Any) -> str | None:
+    """The thread id a connection asks for (None for a new chat), once its `auth` is what the page sends."""
+    if not isinstance(auth, dict):
+        raise Refused("no auth object")
+    if not isinstance(auth.get("sessionId"), str) or not 0 < len(auth["sessionId"]) <= 100:
+        raise Refused("no session id")
+    if auth.get("clientType") not in CLIENT_TYPES:
+        raise Refused(f"unknown client type {str(auth.get('clientType'))[:40]!r}")
+    for key in ("chatProfile", "userEnv"):
+        if not isinstance(auth.get(key), (str, type(None))) or len(auth.get(key) or "") > 10_000:
+            raise Refused(f"{key} is not a short text")
+    thread_id = auth.get("threadId") or None  # the page sends "" for a new chat
+    if thread_id is not None and not is_uuid(thread_id):
+        raise Refused(f"thread id {str(thread_id)[:60]!r} is not a UUID")
+    return thread_id
+
+
+def _question(max_chars: int, sid: str, payload: Any) -> dict:
+    """A question rebuilt from what the page sends (its id, text and time): always a `user_message`, without
+    the client's type, metadata, parent or files; one at a time in each chat."""
+    message = payload.get("message") if isinstance(payload, dict) else None
+    if not isinstance(message, dict):
+        raise Refused("no message")
+    if not isinstance(message.get("id"), str) or not is_uuid(message["id"]) or uuid.UUID(message["id"]).version != 4:
+        raise Refused("the message id is not a UUID 4")
+    text = message.get("output")
+    if not isinstance(text, str):
+        raise Refused("the message has no text")
+    if len(text) > max_chars:
+        raise Refused(f"the message has {len(text)} characters, more than the {max_chars} taken",
+                      f"这条消息太长（{len(text)} 字），最多 {max_chars} 字，请缩短或分成几条发送。 This message is too long "
+                      f"({len(text)} characters; at most {max_chars} fit): please shorten it or split it into several.")
+    if payload.get("fileReferences"):
+        raise Refused("file uploads are off")
+    task = WebsocketSession.get(sid).current_task
+    if task is not None and not task.done():
+        raise Refused("a reply is still running in this chat (one question at a time)")
+    created = message.get("createdAt")
+    name = message.get("name")
+    return {"message": {"id": message["id"], "threadId": "", "type": "user_message", "output": text,
+                        "name": name if isinstance(name, str) and len(name) <= 100 else "User",
+                        "createdAt": created if isinstance(created, str) and len(created) <= 40 else ""},
+            "fileReferences": None}
+
+
+def _settings(sid: str, payload: Any) -> dict:
+    if not isinstance(payload, dict) or len(payload) > 50:
+        raise Refused("settings are not a small object")
+    return payload
+
+
+def _never(sid: str, payload: Any) -> Any:
+    raise Refused("this feature is off")
+
+
+def _address(environ: dict) -> str:
+    return environ.get("HTTP_X_FORWARDED_FOR") or environ.get("REMOTE_ADDR") or "an unknown address"
