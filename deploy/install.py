@@ -142,6 +142,7 @@ def main() -> int:
         check_space({APP / ".venv": manifest["venv_bytes"], model_target: manifest["model"]["bytes"]})
         print("==> Installing the packages into .venv from the bundled wheels (no network)")
         install_venv(APP, BUNDLE)
+        (APP / ".files").mkdir(mode=0o700, exist_ok=True)  # Chainlit's upload folder: the service may write only there
         print(f"==> Installing the model into {model_target}")
         install_model(APP / manifest["model"]["folder"], model_target)
         point_env_at(APP / ".env", model_target)

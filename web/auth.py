@@ -78,9 +78,9 @@ class LoginThrottle:
         return 0.0 if failures == 0 else min(2.0 ** (failures - 1), self.MAX_DELAY)
 
     def begin(self, keys: list[str]) -> bool:
-        """Reserve a password check for `keys`; False (nothing reserved) when the recent failures and the
-        checks under way already reach the limit for one of them, or too many checks run at once."""
-        if (self._under_way >= self.MAX_CHECKING
+        """Reserve a password check for `keys`; False (nothing reserved) when one is locked out, when the recent
+        failures and the checks under way already reach the limit for one of them, or too many checks run at once."""
+        if (self._under_way >= self.MAX_CHECKING or self.locked_for(keys)
                 or any(len(self._recent(key)) + self._checking[key] >= self.max_failures for key in keys)):
             return False
         self._under_way += 1

@@ -4,7 +4,8 @@
 (`loading`, `restarting` after a fault, `unavailable` while none of the vLLM servers of `CHAT_ENGINE_URLS`
 answers, `failed`, `stopping`) otherwise; with servers, `servers` lists each one's state. `/metrics` is `web.telemetry`'s
 registry in Prometheus' text format. Both answer requests from loopback, with
-`Authorization: Bearer <CHAT_METRICS_TOKEN>`, or from a logged-in user; anyone else gets 403.
+`Authorization: Bearer <CHAT_METRICS_TOKEN>`, or from a logged-in user; anyone else gets 403 (401 for a
+bearer token that is not ASCII, which no token of this server is).
 Importing Chainlit registers a catch-all route that answers any unknown path with the page (and its own
 `/health` always says ok), so these routes are put in front of it.
 """
@@ -28,24 +29,25 @@ from web.gate import login_token
 
 
 def add_health_routes(model_name: str, metrics_token: str, logins: Logins | None) -> None:
-    def allowed(request: Request) -> bool:
+    def refusal(request: Request) -> Response | None:
+        """None if the request may see health and metrics, else the answer that says why not."""
         try:
             if ipaddress.ip_address(request.client.host if request.client else "").is_loopback:
-                return True
+                return None
         except ValueError:
             pass
         token = login_token(request.headers)
-        # As bytes: a header may carry any character, and compare_digest refuses non-ASCII text.
-        return bool(token) and (bool(metrics_token) and secrets.compare_digest(token.encode(), metrics_token.encode())
-                                or logins is not None and logins.session_user(token) is not None)
-
-    def refused() -> Response:
+        if token and not token.isascii():  # no token this server gives out looks like that
+            return JSONResponse({"detail": "The bearer token is not one this server gives out."}, status_code=401)
+        if token and (metrics_token and secrets.compare_digest(token.encode(), metrics_token.encode())
+                      or logins is not None and logins.session_user(token) is not None):
+            return None
         return JSONResponse({"detail": "Only from this machine, with the CHAT_METRICS_TOKEN bearer token, or "
                                        "logged in."}, status_code=403)
 
     async def healthz(request: Request) -> Response:
-        if not allowed(request):
-            return refused()
+        if refused := refusal(request):
+            return refused
         state = service.state()
         report = {"status": state, "model": model_name, "engine_restarts": service.restarts()}
         if (engine := service.current_engine()) and (servers := engine.state().servers):
@@ -54,8 +56,8 @@ def add_health_routes(model_name: str, metrics_token: str, logins: Logins | None
         return JSONResponse(report, status_code=200 if state == "ready" else 503)
 
     async def metrics(request: Request) -> Response:
-        if not allowed(request):
-            return refused()
+        if refused := refusal(request):
+            return refused
         # Reading the app's memory may walk its page tables (tens of ms): not on the event loop.
         return Response(await asyncio.to_thread(generate_latest, telemetry.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
