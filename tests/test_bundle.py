@@ -5,7 +5,8 @@ whole process tree traced, and a chat answered there.
 With only loopback, a library that reaches out (a model hub, a package index, telemetry) fails at once
 and usually swallows the error, so the test reads every `connect` the processes made (`strace -f`) and
 fails on any address that is not loopback or a local socket. It needs root (for the namespace), strace
-and the wheels `./test.sh`'s set-up fetched; it bundles the tiny test model instead of the demo model.
+and the wheels `./test.sh`'s set-up fetched; it bundles the tiny test model instead of the demo model. The
+install and the app run as `nobody`, as a service user would: `install.sh` refuses root.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +29,7 @@ import pytest
 from bench.app_process import _free_port
 from tests.conftest import ARTIFACTS, ROOT
 
+NOBODY = 65534  # the unprivileged user the install and the app run as here
 LOCAL_ADDRESS = re.compile(r'sa_family=AF_(UNIX|NETLINK|UNSPEC)|inet_addr\("127\.|inet_pton\(AF_INET6, "::1"'
                            r'|inet_pton\(AF_INET6, "::ffff:127\.')
 
@@ -74,12 +78,21 @@ def bundle(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 @pytest.fixture(scope="module")
-def site(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundle unpacked on the 'server': its top folder."""
-    folder = tmp_path_factory.mktemp("site")
+def site(bundle: Path) -> Path:
+    """The bundle unpacked on the 'server' by its service user (`nobody` here), with that user's home: its top folder.
+    Outside pytest's own temporary folders, which only root may enter."""
+    folder = Path(tempfile.mkdtemp(prefix="qwen-site-"))
     with tarfile.open(bundle) as archive:
         archive.extractall(folder, filter="tar")
-    return folder / "qwen-cpu-chat"
+    (folder / "home").mkdir()
+    for path in [folder, *folder.rglob("*")]:
+        os.lchown(path, NOBODY, NOBODY)
+    yield folder / "qwen-cpu-chat"
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def as_service_user(*command: str) -> list[str]:
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *command]
 
 
 def site_environment(site: Path, **extra: str) -> dict[str, str]:
@@ -103,15 +116,35 @@ def test_a_damaged_bundle_is_refused_and_nothing_changes(site):
     original = config.read_bytes()
     config.write_bytes(original.replace(b"{", b"{ ", 1))
     try:
-        refused = subprocess.run(["./install.sh"], cwd=site, capture_output=True, text=True, timeout=300,
-                                 env=site_environment(site))
+        refused = subprocess.run(as_service_user("./install.sh"), cwd=site, capture_output=True, text=True,
+                                 timeout=300, env=site_environment(site))
     finally:
         config.write_bytes(original)
     assert refused.returncode == 2
     assert refused.stderr.strip() == ("Cannot install: bundle/model/tiny-qwen2/config.json is missing or does not "
                                       "match its checksum: the bundle is damaged. Copy the archive again and unpack "
                                       "it anew.")
-    assert not (site / ".venv").exists() and not (site.parent / "home").exists()
+    assert not (site / ".venv").exists() and not any((site.parent / "home").iterdir())
+
+
+def test_install_refuses_root_and_a_wheel_that_is_not_the_bundled_one(site, tmp_path):
+    as_root = subprocess.run(["./install.sh"], cwd=site, capture_output=True, text=True, timeout=60,
+                             env=site_environment(site))
+    assert as_root.returncode == 2 and as_root.stderr.startswith("Cannot install as root")
+    hashed = (site / "bundle" / "requirements-hashed.txt").read_text().splitlines()
+    wheels = sorted(path.name for path in (site / "bundle" / "wheels").iterdir())
+    assert len(hashed) == len(wheels) and all(" --hash=sha256:" in line for line in hashed)
+    # pip's hash-checking mode, as install.py runs it, refuses a wheel whose bytes changed since the build.
+    wheel = next(site.glob("bundle/wheels/six-*.whl"), None) or next(site.glob("bundle/wheels/*-py3-none-any.whl"))
+    shutil.copy(wheel, tmp_path / wheel.name)
+    with open(tmp_path / wheel.name, "ab") as changed:
+        changed.write(b"\0")
+    line = next(line for line in hashed if line.lower().startswith(wheel.name.split("-")[0].lower() + "=="))
+    (tmp_path / "one.txt").write_text(line + "\n")
+    checked = subprocess.run([sys.executable, "-m", "pip", "download", "--no-index", "--no-deps", "--require-hashes",
+                              "--find-links", str(tmp_path), "-d", str(tmp_path / "out"), "-r", str(tmp_path / "one.txt")],
+                             capture_output=True, text=True, timeout=120)
+    assert checked.returncode != 0 and "THESE PACKAGES DO NOT MATCH THE HASHES" in checked.stderr
 
 
 def test_installed_and_run_without_any_network_it_answers_a_chat(site):
@@ -120,7 +153,8 @@ def test_installed_and_run_without_any_network_it_answers_a_chat(site):
     try:
         started = time.monotonic()
         installed = subprocess.run(namespace.enter("strace", "-f", "--seccomp-bpf", "-e", "trace=connect,execve",
-                                                   "-o", str(site.parent / "trace-install.txt"), "./install.sh"),
+                                                   "-o", str(site.parent / "trace-install.txt"),
+                                                   *as_service_user("./install.sh")),
                                    cwd=site, capture_output=True, text=True, timeout=900, env=site_environment(site))
         assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
         install_seconds = time.monotonic() - started
@@ -131,7 +165,8 @@ def test_installed_and_run_without_any_network_it_answers_a_chat(site):
         ARTIFACTS.mkdir(exist_ok=True)
         started = time.monotonic()
         app = subprocess.Popen(namespace.enter("strace", "-f", "--seccomp-bpf", "-e", "trace=connect,execve", "-o",
-                                               str(site.parent / "trace-run.txt"), "./run.sh", "--headless"),
+                                               str(site.parent / "trace-run.txt"),
+                                               *as_service_user("./run.sh", "--headless")),
                                cwd=site, env=site_environment(site, CHAT_PORT=str(port), CHAT_KV_CACHE_GIB="1",
                                                               CHAT_MAX_NEW_TOKENS="64"),
                                stdout=log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)

@@ -246,3 +246,14 @@ async def test_a_hundred_logins_at_once_do_not_stall_a_streaming_reply(site):
           f"gap between deltas {max(gaps):.3f} s, median {sorted(gaps)[len(gaps) // 2]:.3f} s")
     assert chat.generated_tokens == 100 and max(gaps) < 2.0
     await chat.socket.disconnect()
+
+
+async def test_a_question_the_context_cannot_take_is_refused_and_never_stored(site):
+    visitor = await visit(site, "alice")
+    too_many_tokens = "长" * 3000  # under the character cap, over the 2,048-token context
+    await visitor.ask(too_many_tokens)
+    await until(lambda: any("too long" in text for text in visitor.errors()))
+    assert (await visitor.ask_and_wait("短一点的问题")).startswith("[1 messages]")  # the refused one is not kept
+    await until(lambda: rows(site, 'SELECT COUNT(*) FROM steps WHERE "output" = ?', "短一点的问题") == [(1,)])
+    assert rows(site, 'SELECT COUNT(*) FROM steps WHERE "output" = ?', too_many_tokens) == [(0,)]
+    await visitor.socket.disconnect()
