@@ -15,7 +15,7 @@ import sys
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import chainlit as cl
 from chainlit.utils import utc_now
@@ -24,11 +24,12 @@ from web.admission import ReplyGate
 from engine.api import (ChatEngine, Finished, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling, TextDelta,
                         TokenProbability)
 from engine.config import load_settings
-from engine.errors import ChatError, MemoryLowError
+from engine.errors import ChatError, MemoryLowError, cannot
 from web.memory import GIB, MemoryGuard, MemoryMonitor
 from ui.personas import Persona, load_personas
-from engine.service import (current_engine, has_thinking_switch, is_ready, prepare, restarts, shutdown_engine,
-                            start_engine, wait_for_engine)
+from engine.service import (current_engine, is_ready, prepare, restarts, shutdown_engine, start_engine,
+                            wait_for_engine)
+from engine.thinking import has_switch as has_thinking_switch
 from engine.service import state as engine_state
 from history.conversation import REPLY, Conversation
 from history.records import forget_idle
@@ -59,8 +60,7 @@ try:
                     SETTINGS.login_lockout_seconds) if SETTINGS.users_file else None
     open_database(SETTINGS.database)
 except ChatError as error:
-    print(f"\nCannot start: {error}\n", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(cannot("start", error))
 make_private(SETTINGS.state_dir, [path for path in (SETTINGS.users_file, SETTINGS.database, Path(".env")) if path])
 serve_page_offline()
 chinese_first()

@@ -1,4 +1,5 @@
-"""The app as its users start it: `chainlit run app.py` in a process group of its own, its log in a file.
+"""The app as its users start it: Chainlit's own command, `chainlit run app.py`, in the project folder, in a
+process group of its own, its log in a file.
 
 Used by the benchmark's UI path and by the tests. Stopped the way a presenter stops it, with Ctrl-C. Each
 instance runs in a folder of its own that links to the project's files: Chainlit deletes the `.files`
@@ -33,20 +34,25 @@ class AppProcess:
 
     def __init__(self, model: Path | str, log_path: Path, project: Path = PROJECT_ROOT, command: str = "chainlit",
                  **env: str) -> None:
-        """`project`: the checkout to run (another commit's worktree, for a comparison); `command`: the module
-        that runs Chainlit's command line (`tests.fake_app` serves the app on the tests' scripted engine)."""
+        """`project`: the checkout to run (another commit's worktree, for a comparison; its folder then goes first
+        on the processes' path, ahead of the checkout installed in .venv); `command`: "chainlit" for Chainlit's
+        console script, or a module that runs Chainlit's command line (`tests.fake_app` serves the app on the
+        tests' scripted engine)."""
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self.folder = Path(tempfile.mkdtemp(prefix="chat-app-"))
         # A state folder of its own (session secret, conversations) unless the caller gives one.
         environment = {**os.environ, "CHAT_MODEL": str(model), "CHAT_STATE_DIR": str(self.folder / "state"), **env}
+        if project.resolve() != PROJECT_ROOT.resolve():
+            environment["PYTHONPATH"] = str(project)
         for entry in project.iterdir():
             if entry.name != ".files":
                 (self.folder / entry.name).symlink_to(entry)
+        launcher = ([str(Path(sys.executable).parent / "chainlit")] if command == "chainlit"
+                    else [sys.executable, "-m", command])
         self.process = subprocess.Popen(
-            [sys.executable, "-m", command, "run", "app.py", "--headless", "--host", "127.0.0.1",
-             "--port", str(self.port)],
+            [*launcher, "run", "app.py", "--headless", "--host", "127.0.0.1", "--port", str(self.port)],
             cwd=self.folder, env=environment, stdout=log_path.open("w"), stderr=subprocess.STDOUT,
             start_new_session=True,
         )

@@ -43,7 +43,7 @@ async def _serve(engine: VllmEngine, tag: str, users: int) -> dict:
                       for reply in stats])
 
 
-def run(model: str, concurrency: list[int] = list(CONCURRENCY), repeats: int = 1) -> dict:
+def run(model: str, concurrency: tuple[int, ...] = CONCURRENCY, repeats: int = 1) -> dict:
     settings = load_settings()
     engine = VllmEngine.load(settings, Path(model))
     try:

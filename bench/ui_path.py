@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import socketio
 
@@ -63,7 +63,7 @@ class ChatClient:
         self.generated_tokens = None
         await self.socket.emit("client_message", {"message": {
             "id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message", "output": question,
-            "createdAt": datetime.now(timezone.utc).isoformat()}, "fileReferences": None})
+            "createdAt": datetime.now(UTC).isoformat()}, "fileReferences": None})
 
 
 async def serve(url: str, questions: list[str], timeout: float = 600) -> dict:

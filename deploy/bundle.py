@@ -25,12 +25,10 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from dotenv import load_dotenv
-
 from deploy.install import HASHED_LOCK
 from deploy.wheelhouse import wheelhouse
-from engine.config import PROJECT_ROOT, load_settings
-from engine.errors import ChatError, DeployError
+from engine.config import PROJECT_ROOT, load_env_file, load_settings
+from engine.errors import ChatError, cannot
 from engine.model_cache import MANIFEST, file_sha256, is_complete, manifest_of
 from engine.model_source import resolve_model
 from engine.quantize import weight_format
@@ -86,7 +84,7 @@ def _size(folder: Path) -> int:
 
 
 def build_bundle(out_dir: Path) -> Path:
-    load_dotenv(PROJECT_ROOT / ".env")
+    load_env_file()
     settings = load_settings()
     model = resolve_model(settings.model, settings.cache_dir, prepare=False, weights=settings.weights)
     wheels = wheelhouse(settings.cache_dir)
@@ -158,8 +156,7 @@ def main(argv: list[str]) -> int:
     try:
         build_bundle(Path(argv[0] if argv else PROJECT_ROOT / "dist"))
     except ChatError as error:
-        print(f"\nCannot build the bundle: {error}\n", file=sys.stderr)
-        return 2
+        return cannot("build the bundle", error)
     return 0
 
 

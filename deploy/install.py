@@ -25,25 +25,15 @@ from pathlib import Path
 APP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(APP))
 
-from engine.config import load_settings  # noqa: E402  (the app's folder is on the path only now)
-from engine.errors import ChatError, DeployError  # noqa: E402
+from engine.config import load_settings, read_env_file  # noqa: E402  (the app's folder is on the path only now)
+from engine.errors import ChatError, DeployError, cannot  # noqa: E402
 from engine.model_cache import file_sha256, is_complete  # noqa: E402
 
 BUNDLE = APP / "bundle"
 STAMP = ".installed-requirements.txt"  # the stamp scripts/setup.sh checks: this lock is installed
+PROJECT_STAMP = ".installed-project"  # and this one: the app's folder is installed in place
 HASHED_LOCK = "requirements-hashed.txt"  # in bundle/: the lock with each wheel's sha256 (`deploy.bundle`)
 DISK_MARGIN = 1.1
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """`KEY=VALUE` lines of a `.env` file (comments and blank lines skipped, quotes around a value removed)."""
-    values = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            key, equals, value = line.strip().partition("=")
-            if equals and not key.startswith("#"):
-                values[key.strip().removeprefix("export ").strip()] = value.strip().strip("'\"")
-    return values
 
 
 def check_machine(manifest: dict, python: str, machine: str, glibc: str | None, has_venv: bool) -> None:
@@ -100,6 +90,10 @@ def install_venv(app: Path, bundle: Path) -> None:
                     "--require-hashes", "--disable-pip-version-check", "--progress-bar", "off", "-q", "--find-links",
                     str(bundle / "wheels"), "-r", str(bundle / HASHED_LOCK)], check=True, env=environment)
     (venv / STAMP).write_text(file_sha256(app / "requirements.txt") + "\n")
+    # The app's own packages, in place, as scripts/setup.sh installs them (its stamp: this folder).
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-q", "-e", str(app)], check=True, env=environment)
+    (venv / PROJECT_STAMP).write_text(f"{app.resolve()}\n")
 
 
 def install_model(source: Path, target: Path) -> None:
@@ -147,11 +141,9 @@ def main() -> int:
         install_model(APP / manifest["model"]["folder"], model_target)
         point_env_at(APP / ".env", model_target)
     except ChatError as error:
-        print(f"Cannot install: {error}", file=sys.stderr)
-        return 2
+        return cannot("install", error)
     except subprocess.CalledProcessError as error:
-        print(f"Cannot install: {' '.join(error.cmd[:4])} ... failed (its message is above).", file=sys.stderr)
-        return 2
+        return cannot("install", f"{' '.join(error.cmd[:4])} ... failed (its message is above).")
     print(f"==> Installed. CHAT_MODEL={model_target} is set in .env. Start the app with ./run.sh, or as a service "
           "(README, 'Deploying at a client site').")
     return 0

@@ -11,7 +11,8 @@ fake the handler tests use (`tests/fake_engine.py`). No vLLM here: the fake runs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AsyncIterator, Literal, Protocol
+from typing import Literal, Protocol
+from collections.abc import AsyncIterator
 
 from engine.prompt import Message, RenderedPrompt
 

@@ -18,10 +18,10 @@ import os
 import threading
 import time
 from concurrent.futures import Future
-from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, AsyncIterator, Coroutine, TypeVar
+from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Coroutine
 
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from vllm import SamplingParams
@@ -31,18 +31,17 @@ from vllm.sampling_params import RequestOutputKind
 from vllm.utils.ompmultiprocessing import OMPProcessManager
 from vllm.v1.engine.async_llm import AsyncLLM
 
-from engine.api import (EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability,
+from engine.api import (EngineState, Finished, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability,
                         coalesce)
 from engine.bridge import Channel
 from engine.config import Settings
-from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
+from engine.errors import EngineUnavailableError, ModelLoadError
 from engine.hardware import resolve_dtype
 from engine.metrics import SchedulerWatch
 from engine.prompt import Message, RenderedPrompt
 from engine.quantize import weight_format
 from engine.sizing import KV_BLOCK_TOKENS, kv_cache_budget
-from engine.preparation import prepare_reply
-from engine.thinking import split_thinking
+from engine.preparation import prepare_reply, reply_events
 from engine.tokens import pieces
 
 log = logging.getLogger(__name__)
@@ -171,20 +170,10 @@ class VllmEngine:
 
         asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
-    async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
-        """`engine.api.ChatEngine.reply`: the prompt, rendered on a worker thread, then `stream_reply`, split into
-        thinking and answer where the model thinks."""
-        try:
-            prompt, splitter = await asyncio.to_thread(prepare_reply, self.tokenizer, system_prompt, history, sampling,
-                                                       self.settings.max_model_len)
-        except MessageTooLongError as error:
-            yield Refused(str(error))
-            return
-        yield prompt
-        stream = self.stream_reply(prompt, sampling)
-        async with aclosing(split_thinking(stream, splitter) if splitter else stream) as events:
-            async for event in events:  # closed, and so aborted, with this one
-                yield event
+    def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
+        """`engine.api.ChatEngine.reply`: the prompt, rendered on a worker thread, then `stream_reply`."""
+        return reply_events(self.tokenizer, self.settings.max_model_len, system_prompt, history, sampling,
+                            lambda prompt: self.stream_reply(prompt, sampling))
 
     def _probabilities(self, completion, alternatives: int | None) -> tuple[TokenProbability, ...]:
         """vLLM's log-probabilities of each new token and of the `alternatives` likeliest at its place."""

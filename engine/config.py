@@ -1,18 +1,21 @@
 """Every setting of the app, read once from the environment into one frozen object.
 
-This is the only module that reads environment variables for the app's own settings. Each setting has a
-type, a default, a one-line comment and an environment variable name (`CHAT_` + the field in capitals).
-Chainlit loads a `.env` file from the working directory before the app imports this module, so
-`.env.example` documents the same names. Nothing here knows about vLLM or Chainlit.
+This is the only module that reads environment variables for the app's own settings, and the only reader
+of `.env` (`load_env_file`, for every command; Chainlit loads the same file before it imports the app). Each
+setting has a type, a default, what it means (`setting`, from which `engine.settings_docs` writes the
+README's table and `.env.example`) and an environment variable name (`CHAT_` + the field in capitals).
+Standard library only, so the offline installer can use it before .venv exists; nothing here knows about
+vLLM or Chainlit.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any
 
 from engine.errors import ConfigError
 
@@ -23,43 +26,71 @@ DTYPES = ("auto", "bfloat16", "float32", "float16")
 WEIGHTS = ("auto", "int8", "original")
 
 
+def setting(default: object, doc: str) -> Any:
+    """A field of `Settings`: its default and what it means, in the words the README and `.env.example` show."""
+    return field(default=default, metadata={"doc": doc})
+
+
 @dataclass(frozen=True)
 class Settings:
-    model: str = ""  # CHAT_MODEL: model folder, .gguf file or ModelScope id; empty = the bundled demo model
-    cache_dir: Path = CACHE_ROOT / "qwen-cpu-chat"  # CHAT_CACHE_DIR: where the demo model and converted GGUFs go
-    weights: str = "auto"  # CHAT_WEIGHTS: auto = the demo in int8 on CPUs with VNNI/AMX, yours as given; int8; original
-    dtype: str = "auto"  # CHAT_DTYPE: auto = bfloat16 where the CPU has avx512_bf16, else float32
-    max_model_len: int = 4096  # CHAT_MAX_MODEL_LEN: context length in tokens (prompt + reply)
-    kv_cache_gib: float = 0.0  # CHAT_KV_CACHE_GIB: KV cache allocated up front, GiB; 0 = sized for every chat at full context
-    threads: int = 0  # CHAT_THREADS: CPU cores for the engine, bound as 0-(N-1); 0 = all but CHAT_RESERVED_CPUS
-    reserved_cpus: int = 0  # CHAT_RESERVED_CPUS: with CHAT_THREADS=0, cores kept free of the engine (vLLM's default: 1)
-    batch_tokens: int = 256  # CHAT_BATCH_TOKENS: tokens per engine step (prompt chunks + one per running reply)
-    engine_nice: int = 19  # CHAT_ENGINE_NICE: CPU priority of the engine, 0-19; 19 yields most to the web UI
-    stream_update_seconds: float = 0.25  # CHAT_STREAM_UPDATE_SECONDS: a streaming reply reaches the page at most this often
-    sidebar_update_seconds: float = 1.0  # CHAT_SIDEBAR_UPDATE_SECONDS: the sidebar's refresh while a reply streams
-    temperature: float = 0.7  # CHAT_TEMPERATURE: default sampling temperature; 0 = greedy
-    top_p: float = 0.8  # CHAT_TOP_P: default nucleus sampling mass
-    top_k: int = 20  # CHAT_TOP_K: sample from the k likeliest tokens only; 0 = off (Qwen recommends 20)
-    repetition_penalty: float = 1.05  # CHAT_REPETITION_PENALTY: above 1 discourages loops; 1 = off
-    max_new_tokens: int = 512  # CHAT_MAX_NEW_TOKENS: reply budget per answer, in tokens
-    ignore_eos: bool = False  # CHAT_IGNORE_EOS: for benchmarks only: every reply runs to its budget
-    max_concurrent_replies: int = 8  # CHAT_MAX_CONCURRENT_REPLIES: replies generated at once; more wait in line
-    min_available_gib: float = 1.0  # CHAT_MIN_AVAILABLE_GIB: below this much free memory no new reply starts; 0 = off
-    persona: str = "tour_guide"  # CHAT_PERSONA: default persona, a file name in prompts/ without .toml
-    enable_thinking: bool = False  # CHAT_ENABLE_THINKING: template switch for Qwen3-style thinking
-    prompts_dir: Path = PROJECT_ROOT / "prompts"  # CHAT_PROMPTS_DIR: folder of persona files
-    host: str = "127.0.0.1"  # CHAT_HOST: address to listen on; 0.0.0.0 = every network of the machine (the LAN)
-    port: int = 8000  # CHAT_PORT: port to listen on
-    state_dir: Path = DATA_ROOT / "qwen-cpu-chat"  # CHAT_STATE_DIR: session secret, users file, database
-    users_file: Path | None = None  # CHAT_USERS_FILE: set = logins on, with the users in this file; empty = off
-    login_max_failures: int = 5  # CHAT_LOGIN_MAX_FAILURES: wrong passwords (per user or address) before a lockout
-    login_lockout_seconds: int = 900  # CHAT_LOGIN_LOCKOUT_SECONDS: how long a lockout lasts
-    allowed_origins: tuple[str, ...] = ()  # CHAT_ALLOWED_ORIGINS: comma-separated; empty = the app's own address
-    metrics_token: str = ""  # CHAT_METRICS_TOKEN: bearer token for /healthz and /metrics from other machines
-    db: Path | None = None  # CHAT_DB: the SQLite file of the conversations; empty = chat.db in CHAT_STATE_DIR
-    history_days: int = 0  # CHAT_HISTORY_DAYS: delete conversations idle for longer, at start and daily; 0 = keep all
-    engine_urls: tuple[str, ...] = ()  # CHAT_ENGINE_URLS: comma-separated base URLs of vLLM servers (http://host:8000/v1); empty = the engine runs in this process
-    engine_api_key: str = ""  # CHAT_ENGINE_API_KEY: the vLLM servers' --api-key, sent as a bearer token
+    """Each field is read from `CHAT_` + its name in capitals."""
+
+    model: str = setting("", "model folder, ModelScope id, `.gguf` file, or `demo-0.5b` / `demo-1.5b`; empty = the "
+                             "default bundled demo model (\"The bundled demo models\")")
+    cache_dir: Path = setting(CACHE_ROOT / "qwen-cpu-chat", "where the demo model and converted `.gguf` files and int8 "
+                                                           "copies are kept")
+    weights: str = setting("auto", "`auto` = the demo model in int8 where the CPU has VNNI or AMX (else as it is), "
+                                   "yours as given; `int8` = quantise yours once in the set-up; `original`")
+    dtype: str = setting("auto", "`auto` = bfloat16 where the CPU has `avx512_bf16`/AMX, else float32; or `bfloat16`, "
+                                 "`float32`, `float16`")
+    max_model_len: int = setting(4096, "context length in tokens (prompt + reply)")
+    kv_cache_gib: float = setting(0.0, "KV cache allocated up front, GiB; 0 = just enough for "
+                                       "`CHAT_MAX_CONCURRENT_REPLIES` chats of `CHAT_MAX_MODEL_LEN` tokens, computed "
+                                       "from the model's configuration")
+    threads: int = setting(0, "cores for the engine, bound as `0-(N-1)`; 0 = every core but `CHAT_RESERVED_CPUS` "
+                              "(vLLM's NUMA-aware binding)")
+    reserved_cpus: int = setting(0, "with `CHAT_THREADS=0`, cores kept free of the engine for the web server (vLLM's "
+                                    "own default is 1)")
+    batch_tokens: int = setting(256, "tokens the engine computes per step: prompt chunks plus one per running reply")
+    engine_nice: int = setting(19, "CPU priority of the engine processes (0–19); 19 yields most to the web server "
+                                   "and a browser on the same machine")
+    stream_update_seconds: float = setting(0.25, "a streaming reply reaches the page at most this often; deltas in "
+                                                 "between go as one update")
+    sidebar_update_seconds: float = setting(1.0, "how often the sidebar refreshes while a reply streams")
+    temperature: float = setting(0.7, "sampling temperature, 0 = greedy")
+    top_p: float = setting(0.8, "nucleus sampling mass")
+    top_k: int = setting(20, "sample only from the k likeliest tokens; 0 = off (Qwen recommends 20)")
+    repetition_penalty: float = setting(1.05, "above 1 discourages repeating what was said; 1 = off")
+    max_new_tokens: int = setting(512, "reply budget in tokens")
+    ignore_eos: bool = setting(False, "for benchmarks only: every reply runs to its budget (the benchmark's UI path "
+                                      "uses it)")
+    max_concurrent_replies: int = setting(8, "replies generated at once; more wait in line and see their place")
+    min_available_gib: float = setting(1.0, "below this much available memory no new reply starts (a message says "
+                                            "so); 0 = off")
+    persona: str = setting("tour_guide", "default persona: a file name in `prompts/` without `.toml`")
+    enable_thinking: bool = setting(False, "the chat setting \"Think before answering\" as a chat starts, where the "
+                                           "model's template has Qwen3's thinking switch (`enable_thinking`)")
+    prompts_dir: Path = setting(PROJECT_ROOT / "prompts", "folder of persona files")
+    host: str = setting("127.0.0.1", "address to listen on: this machine only; `0.0.0.0` = every network (the LAN)")
+    port: int = setting(8000, "port to listen on")
+    state_dir: Path = setting(DATA_ROOT / "qwen-cpu-chat", "the app's state: session secret (`auth_secret`), default "
+                                                          "users file, the conversations (`chat.db`); back it up")
+    users_file: Path | None = setting(None, "set = logins on, with the users in this file (`python -m engine.users`); "
+                                            "empty = no logins")
+    login_max_failures: int = setting(5, "wrong passwords (per user name or per address, within 15 minutes) that lock "
+                                         "logins out")
+    login_lockout_seconds: int = setting(900, "how long a lockout lasts")
+    allowed_origins: tuple[str, ...] = setting((), "comma-separated origins (`https://chat.example.lan`) whose pages "
+                                                   "may open the chat's socket and call it over HTTP; empty = only the "
+                                                   "app's own address")
+    metrics_token: str = setting("", "bearer token that opens `/healthz` and `/metrics` to other machines (from this "
+                                     "machine they are always open)")
+    db: Path | None = setting(None, "the conversations' SQLite file; empty = `chat.db` in `CHAT_STATE_DIR`")
+    history_days: int = setting(0, "delete conversations idle for more than this many days, at start and once a day; "
+                                   "0 = keep everything")
+    engine_urls: tuple[str, ...] = setting((), "comma-separated base URLs of vLLM servers (`http://10.0.0.5:8000/v1`): "
+                                               "the model runs there, not in this process (\"More than one machine\")")
+    engine_api_key: str = setting("", "the servers' `--api-key`, sent as a bearer token")
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -146,15 +177,34 @@ _PARSERS: dict[str, Callable[[str], object]] = {
 _KIND_NAMES = {"bool": "yes/no value (true or false)", "Path | None": "path"}
 
 
+def read_env_file(path: Path) -> dict[str, str]:
+    """`KEY=VALUE` lines of a `.env` file (comments, blank lines and `export ` skipped, quotes around a value
+    removed); an absent file reads as empty."""
+    values = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, equals, value = line.strip().partition("=")
+            if equals and not key.startswith("#"):
+                values[key.strip().removeprefix("export ").strip()] = value.strip().strip("'\"")
+    return values
+
+
+def load_env_file() -> None:
+    """Put the values of the `.env` file Chainlit reads (`CHAINLIT_ENV_FILE`, else `.env` in the working folder) into
+    the environment, where a variable is not set already: every command then sees the settings the app sees."""
+    for key, value in read_env_file(Path(os.getenv("CHAINLIT_ENV_FILE", ".env"))).items():
+        os.environ.setdefault(key, value)
+
+
 def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
     """Read every `CHAT_*` variable once and return the validated, frozen settings."""
     values = {}
-    for field in fields(Settings):
-        name = "CHAT_" + field.name.upper()
+    for item in fields(Settings):
+        name = "CHAT_" + item.name.upper()
         if name in environ:
             try:
-                values[field.name] = _PARSERS[field.type](environ[name])
+                values[item.name] = _PARSERS[item.type](environ[name])
             except ValueError:
-                kind = _KIND_NAMES.get(field.type, field.type)
+                kind = _KIND_NAMES.get(item.type, item.type)
                 raise ConfigError(f"{name}={environ[name]!r} is not a valid {kind}.") from None
     return Settings(**values)

@@ -1,8 +1,17 @@
 """Errors a user or an operator can cause, each with a message meant to be shown as it is.
 
 Every message says what happened and what to do. The app shows `str(error)` in the chat or on the
-console; anything that is not a `ChatError` is a bug and is left to propagate.
+console (`cannot`, the one way a command ends on such an error); anything that is not a `ChatError` is a bug
+and is left to propagate.
 """
+
+import sys
+
+
+def cannot(doing: str, error: Exception | str) -> int:
+    """End a command on an error the user can fix: "Cannot <doing>: <what to do>" on standard error; exit status 2."""
+    print(f"\nCannot {doing}: {error}\n", file=sys.stderr)
+    return 2
 
 
 class ChatError(Exception):

@@ -12,7 +12,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 MANIFEST = "manifest.json"
 

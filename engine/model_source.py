@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from modelscope import snapshot_download
 from modelscope_hub.errors import CacheNotFound, HubError

@@ -8,14 +8,12 @@ so it prepares the model the app will use. Exits 2 with a one-line reason when i
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from dotenv import load_dotenv
 
-from engine.config import load_settings
+from engine.config import load_env_file, load_settings
 from engine.demo_model import DEMOS
-from engine.errors import ChatError
+from engine.errors import ChatError, cannot
 from engine.model_source import resolve_model
 
 
@@ -24,14 +22,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--demo", nargs="?", const="", choices=["", *DEMOS],
                         help="prepare a bundled demo model (the default one without a name) whatever CHAT_MODEL says")
     arguments = parser.parse_args(argv)
-    load_dotenv(os.path.join(os.getcwd(), os.getenv("CHAINLIT_ENV_FILE", ".env")))
+    load_env_file()
     try:
         settings = load_settings()
         folder = resolve_model(settings.model if arguments.demo is None else arguments.demo, settings.cache_dir,
                                prepare=True, weights=settings.weights)
     except ChatError as error:
-        print(f"\nCannot prepare the model: {error}\n", file=sys.stderr)
-        return 2
+        return cannot("prepare the model", error)
     print(f"==> Model ready: {folder}")
     return 0
 

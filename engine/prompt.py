@@ -8,7 +8,8 @@ system prompt and the newest user message are never dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
+from collections.abc import Sequence
 
 from engine.errors import MessageTooLongError
 

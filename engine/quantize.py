@@ -23,7 +23,7 @@ from safetensors.torch import save_file
 from tqdm import tqdm
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from engine.errors import ModelLoadError
+from engine.errors import ModelLoadError, cannot
 from engine.model_cache import MANIFEST
 
 INDEX = "model.safetensors.index.json"
@@ -138,15 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="new folder for the int8 model (must not exist)")
     arguments = parser.parse_args(argv)
     if arguments.out.exists():
-        print(f"\nCannot quantise: {arguments.out} already exists; name a new folder.\n", file=sys.stderr)
-        return 2
+        return cannot("quantise", f"{arguments.out} already exists; name a new folder.")
     arguments.out.mkdir(parents=True)
     try:
         quantize_folder(arguments.source, arguments.out)
     except ModelLoadError as error:
         shutil.rmtree(arguments.out)
-        print(f"\nCannot quantise: {error}\n", file=sys.stderr)
-        return 2
+        return cannot("quantise", error)
     print(f"==> int8 model written to {arguments.out}; set CHAT_MODEL={arguments.out} to use it")
     return 0
 

@@ -19,21 +19,20 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from engine.api import (EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, ServerReport, TextDelta,
+from engine.api import (EngineState, Finished, ReplyEvent, ReplyStats, Sampling, ServerReport, TextDelta,
                         coalesce)
 from engine.bridge import Channel
 from engine.config import Settings
-from engine.errors import EngineUnavailableError, MessageTooLongError, ModelLoadError
-from engine.preparation import prepare_reply
+from engine.errors import EngineUnavailableError, ModelLoadError
+from engine.preparation import reply_events
 from engine.prompt import Message, RenderedPrompt
-from engine.thinking import split_thinking
 
 log = logging.getLogger(__name__)
 CHECK_SECONDS = 2.0
@@ -173,20 +172,16 @@ class RemoteEngine:
         while not self._stopping.wait(CHECK_SECONDS):
             self._check_all()
 
-    async def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
-        try:
-            prompt, splitter = await asyncio.to_thread(prepare_reply, self.tokenizer, system_prompt, history, sampling,
-                                                       self.settings.max_model_len)
-        except MessageTooLongError as error:
-            yield Refused(str(error))
-            return
-        yield prompt
+    def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
+        return reply_events(self.tokenizer, self.settings.max_model_len, system_prompt, history, sampling,
+                            lambda prompt: self._stream_anywhere(prompt, sampling))
+
+    async def _stream_anywhere(self, prompt: RenderedPrompt, sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
         for _ in self.replicas:  # a server found unreachable before it said anything: the next one
             replica = self._pick()
             replica.in_flight += 1
             try:
-                stream = self._stream(replica, prompt, sampling)
-                async with aclosing(split_thinking(stream, splitter) if splitter else stream) as events:
+                async with aclosing(self._stream(replica, prompt, sampling)) as events:
                     async for event in events:
                         yield event
                 return

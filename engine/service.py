@@ -19,17 +19,15 @@ import contextlib
 import functools
 import logging
 import threading
-import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import psutil
 
 from engine.api import ChatEngine
 from engine.config import Settings
-from engine.thinking import has_switch as has_thinking_switch  # for the UI: the model's template can think
 
 log = logging.getLogger(__name__)
 WATCH_INTERVAL = 1.0  # seconds between checks that the engine is alive
@@ -207,4 +205,4 @@ def _end_child_processes(grace: float = 3.0) -> None:
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
     if children:
-        log.info("Ended %d processes of the engine that were still running (one still loading)", len(children))
+        log.info("Ended %d processes the engine had left running", len(children))

@@ -13,7 +13,7 @@ import json
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from engine.api import Finished, TextDelta
 from engine.prompt import RenderedPrompt

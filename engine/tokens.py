@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.prompt import RenderedPrompt
 

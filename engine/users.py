@@ -24,7 +24,7 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, cannot
 
 HASHER = PasswordHasher()  # argon2id with the library's recommended cost (about 0.1 s and 64 MiB per hash)
 # Compared against when the name is unknown, so a wrong name costs the same time as a wrong password.
@@ -117,9 +117,7 @@ def _read_password(prompt: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dotenv import load_dotenv
-
-    from engine.config import load_settings
+    from engine.config import load_env_file, load_settings
 
     parser = argparse.ArgumentParser(prog="python -m engine.users", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -128,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         commands.add_parser(command, help=text).add_argument("name")
     commands.add_parser("list", help="list the users")
     arguments = parser.parse_args(argv)
-    load_dotenv(os.path.join(os.getcwd(), os.getenv("CHAINLIT_ENV_FILE", ".env")))
+    load_env_file()
     try:
         settings = load_settings()
         users = UsersFile(users_path(settings.users_file, settings.state_dir))
@@ -151,8 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         if settings.users_file is None and arguments.command != "list":
             print(f"Logins are on once CHAT_USERS_FILE={users.path} is set (in .env or the environment).")
     except ConfigError as error:
-        print(f"Cannot {arguments.command}: {error}", file=sys.stderr)
-        return 2
+        return cannot(arguments.command, error)
     return 0
 
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sqlite3
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
-from engine.errors import ChatError, HistoryError
+from engine.errors import ChatError, HistoryError, cannot
 from history.records import Record, read_records
 
 ROLES = {"user": "用户 User", "assistant": "助手 Assistant"}
@@ -35,9 +34,7 @@ def to_markdown(records: list[Record]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dotenv import load_dotenv
-
-    from engine.config import load_settings
+    from engine.config import load_env_file, load_settings
 
     parser = argparse.ArgumentParser(prog="python -m history.export", description=__doc__.splitlines()[0])
     which = parser.add_mutually_exclusive_group()
@@ -48,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=f"conversations-{time.strftime('%Y-%m-%d')}",
                         help="path without extension: OUT.md and OUT.json are written")
     arguments = parser.parse_args(argv)
-    load_dotenv(os.path.join(os.getcwd(), os.getenv("CHAINLIT_ENV_FILE", ".env")))
+    load_env_file()
     try:
         database = load_settings().database
         if not database.is_file():
@@ -56,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                                "it when it starts.")
         records = read_records(database, arguments.thread, arguments.user, arguments.since, arguments.until)
     except (ChatError, sqlite3.Error) as error:
-        print(f"Cannot export: {error}", file=sys.stderr)
-        return 2
+        return cannot("export", error)
     markdown, document = Path(f"{arguments.out}.md"), Path(f"{arguments.out}.json")
     markdown.write_text(to_markdown(records), encoding="utf-8")
     document.write_text(json.dumps([asdict(record) for record in records], ensure_ascii=False,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 from history.conversation import REPLY
@@ -71,7 +71,7 @@ def read_records(database: Path, thread_id: str | None = None, user: str | None 
 
 def forget_idle(database: Path, days: int, now: datetime | None = None) -> int:
     """Delete the conversations whose last activity is more than `days` days ago; returns how many."""
-    cutoff = ((now or datetime.now(timezone.utc)) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
+    cutoff = ((now or datetime.now(UTC)) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
     with _connect(database) as connection:
         idle = [row[0] for row in connection.execute(f'SELECT t."id" FROM threads t WHERE {LAST_ACTIVITY} < :cutoff',
                                                      {"cutoff": cutoff})]

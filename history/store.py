@@ -70,7 +70,7 @@ class ChatStore(SQLAlchemyDataLayer):
         """Wait until no write is under way (each one has either landed or joined the backlog)."""
         try:
             await asyncio.wait_for(self._settled.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def execute_sql(self, query: str, parameters: dict) -> list[dict[str, Any]] | int | None:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prepare this checkout: a virtual environment in .venv with the pinned packages, Debian's tcmalloc where
-# this user may install it (when .venv is first created), and the model the app will use (the bundled demo
-# model in int8 unless CHAT_MODEL / CHAT_WEIGHTS say otherwise: downloaded, converted and quantised once
-# into a cache outside the checkout). With "test": also the test and benchmark packages, Debian's
+# Prepare this checkout: a virtual environment in .venv with the pinned packages and this project (in place),
+# Debian's tcmalloc where this user may install it (when .venv is first created), and the model the app will
+# use (the bundled demo model in int8 unless CHAT_MODEL / CHAT_WEIGHTS say otherwise: downloaded, converted
+# and quantised once into a cache outside the checkout). With "test": also the test and benchmark packages, Debian's
 # Chromium, a CJK font, strace and systemd-analyze, always both demo models, and the wheels of the offline
 # bundle. Safe to run again: it skips what is done, and then touches no network.
 set -euo pipefail
@@ -26,9 +26,18 @@ apt_install() {  # Debian packages, installed only where missing and only if thi
     $sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq "$@" >/dev/null
 }
 
+install_project() {  # this checkout's packages, in place, so every process the app starts imports them
+    local stamp="$venv/.installed-project" here; here=$(pwd -P)
+    if [[ -f $stamp && $(cat "$stamp") == "$here" ]]; then return; fi
+    echo "==> Installing this checkout ($here) into $venv"
+    "$venv/bin/pip" install --no-deps --no-build-isolation --no-index -q -e .
+    echo "$here" > "$stamp"
+}
+
 created=false
 [[ -x $venv/bin/python ]] || { echo "==> Creating $venv"; "$python" -m venv "$venv"; created=true; }
 install_locked requirements.txt
+install_project
 
 # tcmalloc makes the engine about 5 % faster (README, Performance); the app runs without it too.
 has_tcmalloc() { ldconfig -p | grep -q libtcmalloc_minimal.so.4; }

@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny model (built once per run), one real engine, one running app, one browser.
+"""Shared fixtures: the tiny model (built once per run), one real engine, one running app, one browser; and
+each test's tier.
 
 Everything expensive is session-scoped and shared. Nothing here downloads anything.
 """
@@ -6,7 +7,7 @@ Everything expensive is session-scoped and shared. Nothing here downloads anythi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,6 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test has a tier: fast and e2e are marked where the test is; all others are integration tests."""
+    for item in items:
+        if not item.get_closest_marker("fast") and not item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")

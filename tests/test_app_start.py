@@ -2,10 +2,13 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
+
+CHAINLIT = str(Path(sys.executable).parent / "chainlit")  # the command users type
 
 
 def run(command: list[str], **environment: str) -> subprocess.CompletedProcess:
@@ -20,7 +23,7 @@ def run(command: list[str], **environment: str) -> subprocess.CompletedProcess:
 ])
 def test_bad_configuration_exits_with_a_clear_message(tiny_model_dir, environment, message):
     environment = {name: value.format(tiny=tiny_model_dir) for name, value in environment.items()}
-    result = run([sys.executable, "-m", "chainlit", "run", "app.py", "--headless"], **environment)
+    result = run([CHAINLIT, "run", "app.py", "--headless"], **environment)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
 
@@ -34,7 +37,7 @@ def test_prepare_step_exits_with_a_clear_message():
 
 def test_a_damaged_database_stops_the_app_with_what_to_do(tiny_model_dir, tmp_path):
     (tmp_path / "chat.db").write_bytes(b"half a backup, not a database " * 1000)
-    result = run([sys.executable, "-m", "chainlit", "run", "app.py", "--headless"], CHAT_MODEL=str(tiny_model_dir),
+    result = run([CHAINLIT, "run", "app.py", "--headless"], CHAT_MODEL=str(tiny_model_dir),
                  CHAT_DB=str(tmp_path / "chat.db"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"CHAT_DB={tmp_path / 'chat.db'} is not a usable SQLite database" in result.stderr

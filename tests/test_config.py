@@ -1,10 +1,11 @@
 """Settings are read once from the environment, typed, validated, frozen."""
 
 import dataclasses
+from dataclasses import fields
 
 import pytest
 
-from engine.config import load_settings
+from engine.config import Settings, load_settings
 from engine.errors import ConfigError
 from engine.hardware import resolve_dtype
 
@@ -71,3 +72,21 @@ def test_engine_urls_are_checked_and_listed():
     assert settings.engine_urls == ("http://10.0.0.5:8000/v1", "http://10.0.0.6:8000/v1")
     with pytest.raises(ConfigError, match=r"'10\.0\.0\.5:8000' is not the base URL .* http://HOST:PORT/v1"):
         load_settings({"CHAT_ENGINE_URLS": "10.0.0.5:8000"})
+
+
+def test_the_readme_table_and_env_example_are_written_from_the_settings():
+    from engine import settings_docs
+
+    readme = settings_docs.README.read_text(encoding="utf-8")
+    assert settings_docs.readme_with_table(readme) == readme, "run: .venv/bin/python -m engine.settings_docs"
+    assert settings_docs.ENV_EXAMPLE.read_text(encoding="utf-8") == settings_docs.env_example(), \
+        "run: .venv/bin/python -m engine.settings_docs"
+    assert settings_docs.settings_table().count("\n| `CHAT_") == len(fields(Settings))
+
+
+def test_env_example_copied_to_env_changes_nothing(tmp_path):
+    from engine import settings_docs
+    from engine.config import read_env_file
+
+    (tmp_path / ".env").write_text(settings_docs.env_example())
+    assert read_env_file(tmp_path / ".env") == {}  # every default is commented out: the file only shows them

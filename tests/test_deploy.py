@@ -1,14 +1,14 @@
 """The offline install's checks, without a bundle: each refusal is one line and comes before any change;
 the systemd unit is one systemd accepts."""
 
-import json
 import shutil
 import subprocess
 
 import pytest
 
 from deploy.bundle import glibc_needed
-from deploy.install import check_files, check_machine, check_space, point_env_at, read_env_file
+from deploy.install import check_files, check_machine, check_space, point_env_at
+from engine.config import read_env_file
 from engine.errors import DeployError
 from tests.conftest import ROOT
 

@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 from chainlit.context import init_http_context
@@ -181,7 +181,7 @@ def test_retention_deletes_only_conversations_idle_longer_than_the_limit(tmp_pat
             if last_step:
                 connection.execute('INSERT INTO steps ("id", "name", "type", "threadId", "streaming", "createdAt") '
                                    "VALUES (?, 'User', 'user_message', ?, 0, ?)", (f"{thread}-step", thread, last_step))
-    now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
     assert forget_idle(database, 30, now) == 1
     with sqlite3.connect(database) as connection:
         assert {row[0] for row in connection.execute("SELECT id FROM threads")} == {"revived", "new"}

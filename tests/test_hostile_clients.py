@@ -10,7 +10,7 @@ import asyncio
 import sqlite3
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from urllib.parse import quote
 
 import httpx
@@ -63,7 +63,7 @@ def rows(app, query: str, *parameters) -> list[tuple]:
 
 def client_message(text: str, **fields) -> dict:
     return {"message": {"id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message",
-                        "output": text, "createdAt": datetime.now(timezone.utc).isoformat(), **fields},
+                        "output": text, "createdAt": datetime.now(UTC).isoformat(), **fields},
             "fileReferences": None}
 
 
@@ -257,3 +257,10 @@ async def test_a_question_the_context_cannot_take_is_refused_and_never_stored(si
     await until(lambda: rows(site, 'SELECT COUNT(*) FROM steps WHERE "output" = ?', "短一点的问题") == [(1,)])
     assert rows(site, 'SELECT COUNT(*) FROM steps WHERE "output" = ?', too_many_tokens) == [(0,)]
     await visitor.socket.disconnect()
+
+
+def test_a_bearer_token_that_is_not_ascii_is_refused_not_a_server_error(site):
+    for path in ("/metrics", "/healthz"):
+        answer = httpx.get(site.url + path, timeout=30, headers={"X-Forwarded-For": "10.3.0.1",
+                                                                  "Authorization": "Bearer 密码".encode()})
+        assert answer.status_code == 401, (path, answer.text)

@@ -210,3 +210,40 @@ async def test_a_write_that_can_never_succeed_is_dropped_and_later_writes_go_on(
     with sqlite3.connect(database) as connection:
         assert connection.execute('SELECT "name" FROM threads').fetchall() == [("after",)]
     await store.close()
+
+
+@given(st.lists(st.binary(max_size=3000), max_size=8), st.sampled_from(["", "declared", "lying", "text"]))
+async def test_a_login_body_is_read_whole_up_to_the_cap_and_refused_beyond(chunks, declared):
+    from web.gate import MAX_LOGIN_BYTES, _read_body
+
+    body = b"".join(chunks)
+    messages = [{"type": "http.request", "body": chunk, "more_body": index < len(chunks) - 1}
+                for index, chunk in enumerate(chunks)] or [{"type": "http.request", "body": b"", "more_body": False}]
+    sent = iter(messages)
+
+    async def receive():
+        return next(sent)
+
+    length = {"": "", "declared": str(len(body)), "lying": "10", "text": "ten"}[declared]
+    read = await _read_body(receive, length)
+    if len(body) > MAX_LOGIN_BYTES:
+        assert read is None
+    else:
+        assert read == body
+
+
+def test_a_model_servers_credentials_never_show():
+    import http.server
+    import threading
+
+    from engine.remote import check_replica, shown_address
+
+    assert shown_address("http://user:secret@10.0.0.5:8000/v1?key=secret") == "http://10.0.0.5:8000/v1"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)  # 501 to all
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        state = check_replica(f"http://user:secret@127.0.0.1:{server.server_port}/v1", {}, SETTINGS, None)
+    finally:
+        server.shutdown()
+    assert not state.ready and "501" in state.problem and "secret" not in state.problem
+    assert f"http://127.0.0.1:{server.server_port}/v1/models" in state.problem

@@ -12,7 +12,7 @@ or when a repetition penalty moved the logits first (not reproduced here).
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import chainlit as cl
 

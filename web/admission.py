@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 PLACE_CHECK_INTERVAL = 0.5  # seconds between checks of a waiting reply's place in the line
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import chainlit.server as server

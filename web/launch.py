@@ -10,21 +10,18 @@ from __future__ import annotations
 import os
 import sys
 
-from dotenv import load_dotenv
-
-from engine.config import load_settings
-from engine.errors import ChatError
+from engine.config import load_env_file, load_settings
+from engine.errors import ChatError, cannot
 
 
 def main(argv: list[str]) -> None:
-    load_dotenv(os.path.join(os.getcwd(), os.getenv("CHAINLIT_ENV_FILE", ".env")))
+    load_env_file()
     try:
         settings = load_settings()
     except ChatError as error:
-        print(f"\nCannot start: {error}\n", file=sys.stderr)
-        sys.exit(2)
-    os.execv(sys.executable, [sys.executable, "-m", "chainlit", "run", "app.py", "--host", settings.host,
-                              "--port", str(settings.port), *argv])
+        sys.exit(cannot("start", error))
+    chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")  # the same command users type
+    os.execv(chainlit, [chainlit, "run", "app.py", "--host", settings.host, "--port", str(settings.port), *argv])
 
 
 if __name__ == "__main__":

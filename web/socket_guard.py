@@ -15,7 +15,8 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from typing import Any, Awaitable, Callable
+from typing import Any
+from collections.abc import Awaitable, Callable
 
 import chainlit.server as server
 from chainlit.context import init_ws_context

@@ -1,0 +1,86 @@
+"""The two ways people start the app, exactly as they type them, in the project folder: Chainlit's own
+`chainlit run app.py` with nothing but the venv's `bin` on PATH (the presenter's command, on the default demo
+model), answering in a real page; and `./run.sh` (the README's command), answering over the socket.
+
+Under the bare console script the project folder is not on the path of the processes vLLM starts, so the
+engine loads only because the set-up installs the project into .venv (a test of `python -m chainlit` would
+not notice: it puts the folder on the path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bench.app_process import _free_port
+from tests.browser import ask_and_wait, open_chat
+from tests.conftest import ARTIFACTS, ROOT
+
+VENV_BIN = Path(sys.executable).parent
+
+
+@dataclass
+class Started:
+    """An app started by a command in the project folder, its output in a log file."""
+
+    process: subprocess.Popen
+    url: str
+    log_path: Path
+
+    def wait_until_ready(self, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while "Engine ready" not in self.log_path.read_text(errors="replace"):
+            assert self.process.poll() is None and time.monotonic() < deadline, self.log_path.read_text()[-5000:]
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)  # Ctrl-C
+            self.process.wait(timeout=60)
+
+
+def start(command: list[str], log_name: str, port: int, **environment: str) -> Started:
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_path = ARTIFACTS / log_name
+    process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log_path.open("w"),
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    return Started(process, f"http://127.0.0.1:{port}", log_path)
+
+
+@pytest.mark.e2e
+def test_chainlit_run_app_py_with_only_the_venv_on_the_path_answers_in_a_page(browser):
+    port = _free_port()
+    app = start(["chainlit", "run", "app.py", "--headless", "--host", "127.0.0.1", "--port", str(port)],
+                "app-console-script.log", port, PATH=f"{VENV_BIN}:/usr/bin:/bin", HOME=os.environ["HOME"])
+    try:
+        app.wait_until_ready()
+        page = open_chat(browser, app)
+        reply = ask_and_wait(page, "你好，请用一句话介绍广州。")
+        assert reply.strip() and "ModuleNotFoundError" not in app.log_path.read_text()
+        page.close()
+    finally:
+        app.stop()
+
+
+def test_run_sh_answers_a_chat(tiny_model_dir):
+    port = _free_port()
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("CHAT_")}
+    app = start(["./run.sh", "--headless"], "app-run-sh.log", port, **environment, CHAT_MODEL=str(tiny_model_dir),
+                CHAT_PORT=str(port), CHAT_KV_CACHE_GIB="1", CHAT_MAX_NEW_TOKENS="16")
+    try:
+        app.wait_until_ready()
+        # A visitor in a process of its own: this module's browser keeps an event loop running in this one.
+        visitor = subprocess.run([sys.executable, "-m", "tests.socket_chat", app.url, "你好"], cwd=ROOT,
+                                 capture_output=True, text=True, timeout=120)
+        assert visitor.returncode == 0, visitor.stderr[-3000:]
+        answered = json.loads(visitor.stdout)
+        assert answered["tokens"] == 16 and answered["text"]
+    finally:
+        app.stop()
