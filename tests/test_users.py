@@ -1,8 +1,11 @@
 """Users and logins without a server: the users file and its command, the lockout, the login token check."""
 
+import asyncio
+import os
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 import jwt
@@ -119,3 +122,12 @@ def test_wrong_passwords_slow_down_then_lock_out_for_a_while():
     throttle.failed(alice_here)
     now[0] += LoginThrottle.WINDOW
     assert throttle.delay(alice_here) == 0.0  # failures count for a while only
+
+
+async def test_passwords_are_checked_one_at_a_time_at_the_lowest_cpu_priority(tmp_path):
+    UsersFile(tmp_path / "users.json").set_password("wang", "wang-password")
+    logins = Logins(tmp_path / "users.json", tmp_path, 3, 60)
+    assert await logins.check_password("wang", "wang-password") and not await logins.check_password("wang", "guess")
+    checker = await asyncio.get_running_loop().run_in_executor(
+        logins._hashing, lambda: (threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+    assert checker[1] == 19 and checker[0] != threading.get_native_id() and logins._hashing._max_workers == 1

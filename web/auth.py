@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import secrets
+import threading
 import time
 from collections import defaultdict, deque
 from concurrent.futures import ThreadPoolExecutor
@@ -117,6 +118,11 @@ class LoginThrottle:
             self._failures.pop(key, None)
 
 
+def _yield_cpu() -> None:
+    """Give the calling thread the lowest CPU priority (Linux keeps a niceness per thread)."""
+    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+
+
 class Logins:
     """The users file, the signing secret and the throttle of one app."""
 
@@ -127,9 +133,10 @@ class Logins:
                               "`.venv/bin/python -m engine.users add NAME`, or unset CHAT_USERS_FILE for no logins.")
         self.secret = ensure_secret(state_dir)
         self.throttle = LoginThrottle(max_failures, lockout_seconds)
-        # Hashing a password takes 64 MiB and a core for a moment: one at a time, on a thread of its own, so a
-        # burst of logins neither fills the memory nor takes the threads that replies and the sidebar use.
-        self._hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="password-check")
+        # Hashing a password takes 64 MiB and a core for a moment: one at a time, on a thread of its own at the
+        # lowest CPU priority, so a burst of logins neither fills the memory, nor takes the threads that replies
+        # and the sidebar use, nor the cores of the engine (itself at CHAT_ENGINE_NICE, 19 by default).
+        self._hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="password-check", initializer=_yield_cpu)
 
     async def check_password(self, name: str, password: str) -> bool:
         return await asyncio.get_running_loop().run_in_executor(self._hashing, self._verify, name, password)
