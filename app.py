@@ -23,10 +23,10 @@ from chainlit.utils import utc_now
 from web.admission import ReplyGate
 from engine.api import (ChatEngine, Finished, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling, TextDelta,
                         TokenProbability)
-from engine.config import load_settings
-from engine.errors import ChatError, MemoryLowError, cannot
+from config.settings import load_settings
+from config.errors import ChatError, MemoryLowError, cannot
 from web.memory import GIB, MemoryGuard, MemoryMonitor
-from ui.personas import Persona, load_personas
+from config.personas import Persona, load_personas
 from engine.service import (current_engine, is_ready, prepare, restarts, shutdown_engine, start_engine,
                             wait_for_engine)
 from engine.thinking import has_switch as has_thinking_switch
@@ -38,7 +38,7 @@ from history.store import ChatStore
 from ui import chat_options
 from ui.dashboard import Dashboard, footer, footer_figures
 from ui.thought import Thought
-from ui.tokens import WEIGH_PROMPT, prompt_view, token_view, weighed_prompt
+from ui.token_view import WEIGH_PROMPT, prompt_view, token_view, weighed_prompt
 from ui.language import chinese_first
 from ui.offline import serve_page_offline
 from web import telemetry

@@ -22,16 +22,18 @@ from pathlib import Path
 
 import psutil
 
-from bench.app_process import AppProcess
+from harness.app_process import AppProcess
 from bench.bandwidth import bytes_per_token, read_bandwidth
 from bench.isolate import run_isolated
 from bench.models import model_pair
 from bench.report import write_report
-from bench.ui_path import serve
-from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS, median_run, questions
-from engine.config import PROJECT_ROOT, load_settings
-from engine.hardware import fast_int8, resolve_dtype
-from engine.demo_model import DEMOS
+from harness.visitor import serve
+from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS
+from harness.figures import median_run
+from harness.questions import questions
+from config.settings import PROJECT_ROOT, load_settings
+from modelprep.hardware import fast_int8, resolve_dtype
+from modelprep.demo import DEMOS
 from web.memory import tree_pss
 
 

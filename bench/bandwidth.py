@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from engine.preflight import _STORED_BYTES
+from modelprep.preflight import STORED_BYTES
 
 
 def read_bandwidth(gib: float = 1.0, repeats: int = 7) -> float:
@@ -39,7 +39,7 @@ def bytes_per_token(folder: Path) -> int:
         with safe_open(file, framework="pt") as weights:
             for name in weights.keys():
                 tensor = weights.get_slice(name)
-                size = _STORED_BYTES[tensor.get_dtype()]
+                size = STORED_BYTES[tensor.get_dtype()]
                 shape = tensor.get_shape()
                 elements = 1
                 for length in shape:

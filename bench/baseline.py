@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, TextIteratorStreamer
 
-from bench.workload import NEW_TOKENS, Reply, prompts, summarise
+from bench.workload import NEW_TOKENS, prompts
+from harness.figures import Reply, summarise
 from web.memory import tree_pss
 
 

@@ -4,7 +4,7 @@ Each model in the weights the app serves it in on this CPU (`CHAT_WEIGHTS=auto`)
 process: perplexity on `bench/heldout.txt` and greedy answers to the tour guide's questions (`bench.quality`'s
 measurement), and this app's engine writing 128 tokens for one chat and for 8 at once (`bench.engine_runs`,
 `--repeats` runs, the median kept). Writes `docs/benchmark/demos.json` and `demos.md`. The set-up prepares both
-models (`./test.sh`; or `python -m engine.prepare --demo demo-1.5b`).
+models (`./test.sh`; or `python -m modelprep --demo demo-1.5b`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 
 from bench.isolate import run_isolated
 from bench.quality import QUESTIONS, perplexity
-from engine.config import PROJECT_ROOT, load_settings
-from engine.demo_model import DEMOS
-from engine.model_source import resolve_model
+from config.settings import PROJECT_ROOT, load_settings
+from modelprep.demo import DEMOS
+from modelprep.source import resolve_model
 
 CHATS = [1, 8]
 

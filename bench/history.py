@@ -22,7 +22,7 @@ from pathlib import Path
 from chainlit.context import init_http_context
 from chainlit.utils import utc_now
 
-from engine.config import PROJECT_ROOT
+from config.settings import PROJECT_ROOT
 from history.conversation import REPLY
 from history.schema import open_database
 from history.store import ChatStore

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engine.config import PROJECT_ROOT
+from config.settings import PROJECT_ROOT
 
 
 def run_isolated(function: str, env: dict[str, str] | None = None, **arguments) -> dict:

@@ -16,7 +16,8 @@ import numpy as np
 from llama_cpp import Llama, LogitsProcessorList
 from transformers import AutoTokenizer
 
-from bench.workload import NEW_TOKENS, Reply, prompts, summarise
+from bench.workload import NEW_TOKENS, prompts
+from harness.figures import Reply, summarise
 from web.memory import tree_pss
 
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import httpx
 
-from bench.app_process import _free_port
-from bench.workload import Reply, summarise
-from engine.hardware import cpu_flags
-from engine.model_cache import build_once
+from harness.app_process import free_port
+from harness.figures import Reply, summarise
+from modelprep.hardware import cpu_flags
+from modelprep.cache import build_once
 from engine.prompt import RenderedPrompt
 
 SDIST = ("llama-cpp-python", "0.3.36")
@@ -112,7 +112,7 @@ class LlamaServer:
     """`llama-server` on one GGUF with `slots` parallel slots and continuous batching, on all cores."""
 
     def __init__(self, tools: Path, model: Path, slots: int, context: int, log: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.started = time.perf_counter()
         self.process = subprocess.Popen(

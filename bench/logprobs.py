@@ -14,13 +14,15 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.workload import DEMO, Reply, questions, stage_parser, summarise, system_prompt
+from bench.workload import DEMO, stage_parser
+from harness.figures import Reply, summarise
+from harness.questions import questions, system_prompt
 from engine.api import ReplyStats, Sampling
 from engine.chat_engine import VllmEngine
-from engine.config import load_settings
-from engine.model_source import resolve_model
+from config.settings import load_settings
+from modelprep.source import resolve_model
 from engine.prompt import render_prompt
-from ui.tokens import ALTERNATIVES
+from engine.distribution import ALTERNATIVES
 
 CHATS = (1, 8)
 

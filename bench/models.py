@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.workload import DEMO
-from engine.config import load_settings
-from engine.model_cache import build_once
-from engine.model_source import resolve_model
-from engine.quantize import quantize_folder
+from config.settings import load_settings
+from modelprep.cache import build_once
+from modelprep.source import resolve_model
+from modelprep.quantization import quantize_folder
 
 
 def model_pair(model: Path | None, int8: Path | None, scratch: Path) -> tuple[Path, Path]:

@@ -24,19 +24,18 @@ import psutil
 from playwright.sync_api import sync_playwright
 from transformers import AutoTokenizer
 
-from bench.app_process import AppProcess
-from bench.ui_path import ChatClient
-from bench.workload import DEMO, QUESTIONS, stage_parser
-from engine.config import load_settings
-from engine.model_source import resolve_model
+from harness.app_process import AppProcess
+from harness.visitor import ChatClient
+from bench.workload import DEMO, stage_parser
+from harness.browser import REPLY, launch_chromium
+from harness.questions import question
+from config.settings import load_settings
+from modelprep.source import resolve_model
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 # The app's defaults before the presenter work (updates to the page every 0.1 s, the sidebar every 0.4 s)
 # and today's; the other settings are the defaults in both.
 CONFIGS: dict[str, dict[str, str]] = {
     "before": {"CHAT_STREAM_UPDATE_SECONDS": "0.1", "CHAT_SIDEBAR_UPDATE_SECONDS": "0.4"}, "after": {}}
-REPLY = '[data-step-type="assistant_message"] .message-content'
 WATCH_REPLY = """
 window.replyChanges = [];
 new MutationObserver(() => {
@@ -47,11 +46,6 @@ new MutationObserver(() => {
     if (!last || last[1] !== length) window.replyChanges.push([performance.now(), length]);
 }).observe(document, {subtree: true, childList: true, characterData: true});
 """ % REPLY
-
-
-def question(repeat: int, run: int) -> str:
-    """A question no earlier request asked: only the persona's system prompt is in the prefix cache."""
-    return f"（第 {repeat}-{run} 位游客）{QUESTIONS[(repeat + run) % len(QUESTIONS)]}"
 
 
 def socket_rate(url: str, texts: list[str]) -> dict:
@@ -88,7 +82,7 @@ def chromium_cpu(browser_pid: int) -> float:
 
 
 def page_rate(playwright, url: str, text: str, tokenizer) -> dict:
-    browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    browser = launch_chromium(playwright)
     browser_pid = next(process.pid for process in psutil.Process().children(recursive=True)
                        if "chromium" in process.name() and "--type=" not in " ".join(process.cmdline()))
     try:
@@ -124,11 +118,11 @@ def run(model: Path, tokens: int, repeats: int) -> dict:
                                  **env)
                 try:
                     app.wait_until_ready()
-                    socket_rate(app.url, [question(repeat, 0)])  # warm: the first reply of an app is slower
-                    results[name]["socket"].append(socket_rate(app.url, [question(repeat, 1)]))
-                    results[name]["socket_8"].append(socket_rate(app.url, [question(repeat, 10 + chat)
+                    socket_rate(app.url, [question(str(repeat), 0)])  # warm: the first reply of an app is slower
+                    results[name]["socket"].append(socket_rate(app.url, [question(str(repeat), 1)]))
+                    results[name]["socket_8"].append(socket_rate(app.url, [question(str(repeat), 10 + chat)
                                                                           for chat in range(8)]))
-                    results[name]["page"].append(page_rate(playwright, app.url, question(repeat, 2), tokenizer))
+                    results[name]["page"].append(page_rate(playwright, app.url, question(str(repeat), 2), tokenizer))
                 finally:
                     app.stop()
                 print(name, results[name]["socket"][-1]["tokens_per_s"], results[name]["page"][-1], flush=True)

@@ -28,8 +28,8 @@ from bench.engine_runs import start_replies
 from bench.workload import DEMO
 from engine.api import Sampling
 from engine.chat_engine import VllmEngine
-from engine.config import PROJECT_ROOT, load_settings
-from engine.model_source import resolve_model
+from config.settings import PROJECT_ROOT, load_settings
+from modelprep.source import resolve_model
 
 # A part of a decode step and the frames that mark it, most specific first; a sample goes to the first
 # part one of whose markers is in its stack.

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.isolate import run_isolated
 from bench.models import model_pair
-from engine.config import PROJECT_ROOT, load_settings
+from config.settings import PROJECT_ROOT, load_settings
 
 TEXT = Path(__file__).with_name("heldout.txt")
 ENGLISH_STARTS = "The morning ferry"
@@ -44,7 +44,7 @@ def score(model: str, quick: bool) -> dict:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    from bench.workload import system_prompt
+    from harness.questions import system_prompt
     from engine.chat_engine import engine_options
     from engine.prompt import render_prompt
 

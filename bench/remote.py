@@ -19,13 +19,14 @@ from pathlib import Path
 
 import psutil
 
-from bench.app_process import AppProcess
+from harness.app_process import AppProcess
 from bench.then_now import ready_after
-from bench.ui_path import serve
-from bench.vllm_server import VllmServer
-from bench.workload import DEMO, questions, stage_parser
-from engine.config import load_settings
-from engine.model_source import resolve_model
+from harness.visitor import serve
+from harness.vllm_server import VllmServer
+from bench.workload import DEMO, stage_parser
+from harness.questions import questions
+from config.settings import load_settings
+from modelprep.source import resolve_model
 
 CHATS = 8
 

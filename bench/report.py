@@ -1,4 +1,4 @@
-"""The benchmark's outputs: results.json, chart.png (throughput against chats) and table.md for the README.
+"""The benchmark's outputs: results.json, chart.png (throughput against chats) and table.md for docs/performance.md.
 
 The ratios the project aims at are computed here, from figures of the same run only.
 """

@@ -32,10 +32,10 @@ from transformers import AutoTokenizer
 from bench import llama_server
 from bench.versus import run_app, run_llama_servers, write
 from bench.workload import DEMO, stage_parser
-from engine.config import load_settings
-from engine.model_cache import build_once
-from engine.model_source import resolve_model
-from engine.quantize import quantize_folder
+from config.settings import load_settings
+from modelprep.cache import build_once
+from modelprep.source import resolve_model
+from modelprep.quantization import quantize_folder
 
 CONFIG = {
     "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu", "hidden_size": 3584,

@@ -24,11 +24,12 @@ from pathlib import Path
 import httpx
 import psutil
 
-from bench.app_process import AppProcess
-from bench.ui_path import serve
-from bench.workload import DEMO, questions, stage_parser
-from engine.config import PROJECT_ROOT, load_settings
-from engine.model_source import resolve_model
+from harness.app_process import AppProcess
+from harness.visitor import serve
+from bench.workload import DEMO, stage_parser
+from harness.questions import questions
+from config.settings import PROJECT_ROOT, load_settings
+from modelprep.source import resolve_model
 
 BASELINE = "6b544c6"
 CHATS = (1, 8)

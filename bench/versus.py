@@ -25,13 +25,14 @@ import psutil
 from transformers import AutoTokenizer
 
 from bench import llama_server
-from bench.app_process import AppProcess
-from bench.ui_path import serve as serve_app
-from bench.workload import DEMO, questions, stage_parser, system_prompt
-from engine.config import Settings, load_settings
-from engine.demo_model import DEMOS
+from harness.app_process import AppProcess
+from harness.visitor import serve as serve_app
+from bench.workload import DEMO, stage_parser
+from harness.questions import questions, system_prompt
+from config.settings import Settings, load_settings
+from modelprep.demo import DEMOS
 from web.memory import tree_pss
-from engine.model_source import resolve_model
+from modelprep.source import resolve_model
 from engine.prompt import render_prompt
 
 CHATS = (1, 8)

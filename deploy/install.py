@@ -7,12 +7,13 @@ sha256 (`bundle/SHA256SUMS`), and the free disk space. Then: `.venv` from the bu
 built, with pip's own configuration and environment set aside), the model
 folder copied into the cache (`CHAT_CACHE_DIR/bundled/<name>`) and verified against its manifest, and
 `CHAT_MODEL` in `.env` pointed at it (other settings in `.env` are kept). Runs before `.venv` exists, so
-it uses the standard library and the app's standard-library modules only (`engine.config`,
-`engine.model_cache`). `deploy/bundle.py` is the other half.
+it uses the standard library and the app's standard-library modules only (`config.settings`,
+`modelprep.cache`). `deploy/bundle.py` is the other half.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -25,9 +26,9 @@ from pathlib import Path
 APP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(APP))
 
-from engine.config import load_settings, read_env_file  # noqa: E402  (the app's folder is on the path only now)
-from engine.errors import ChatError, DeployError, cannot  # noqa: E402
-from engine.model_cache import file_sha256, is_complete  # noqa: E402
+from config.settings import load_settings, read_env_file  # noqa: E402  (the app's folder is on the path only now)
+from config.errors import ChatError, DeployError, cannot  # noqa: E402
+from modelprep.cache import file_sha256, is_complete  # noqa: E402
 
 BUNDLE = APP / "bundle"
 STAMP = ".installed-requirements.txt"  # the stamp scripts/setup.sh checks: this lock is installed
@@ -93,7 +94,8 @@ def install_venv(app: Path, bundle: Path) -> None:
     # The app's own packages, in place, as scripts/setup.sh installs them (its stamp: this folder).
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-q", "-e", str(app)], check=True, env=environment)
-    (venv / PROJECT_STAMP).write_text(f"{app.resolve()}\n")
+    pyproject = hashlib.sha256((app / "pyproject.toml").read_bytes()).hexdigest()
+    (venv / PROJECT_STAMP).write_text(f"{app.resolve()} {pyproject}\n")
 
 
 def install_model(source: Path, target: Path) -> None:
@@ -145,7 +147,7 @@ def main() -> int:
     except subprocess.CalledProcessError as error:
         return cannot("install", f"{' '.join(error.cmd[:4])} ... failed (its message is above).")
     print(f"==> Installed. CHAT_MODEL={model_target} is set in .env. Start the app with ./run.sh, or as a service "
-          "(README, 'Deploying at a client site').")
+          "(docs/deployment.md).")
     return 0
 
 

@@ -5,7 +5,7 @@ cd "$(dirname "$0")"
 python=${PYTHON:-python3}
 if [[ $(id -u) == 0 ]]; then
     echo "Cannot install as root: the app would then run as root. Install it as the user the service runs as," \
-         "e.g. sudo -u qwen-chat ./install.sh (README, 'Deploying at a client site')." >&2
+         "e.g. sudo -u qwen-chat ./install.sh (docs/deployment.md)." >&2
     exit 2
 fi
 if ! command -v "$python" >/dev/null; then

@@ -4,7 +4,7 @@ once in the cache (`CHAT_CACHE_DIR/wheels/<lock digest>`), for the offline bundl
 The set-up of the tests (`./test.sh`) and the bundle command fetch them on a connected machine; nothing
 else does. `pip wheel --no-deps` takes each pinned release as a wheel from the index (or pip's cache) and
 builds the few that exist only as source into wheels here, so the offline install never builds anything.
-The folder is verified against its manifest like the model folders (`engine.model_cache`).
+The folder is verified against its manifest like the model folders (`modelprep.cache`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.config import PROJECT_ROOT, load_settings
-from engine.errors import DeployError
-from engine.model_cache import build_once
+from config.settings import PROJECT_ROOT, load_settings
+from config.errors import DeployError
+from modelprep.cache import build_once
 
 LOCK = PROJECT_ROOT / "requirements.txt"
 

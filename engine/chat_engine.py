@@ -34,15 +34,15 @@ from vllm.v1.engine.async_llm import AsyncLLM
 from engine.api import (EngineState, Finished, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability,
                         coalesce)
 from engine.bridge import Channel
-from engine.config import Settings
-from engine.errors import EngineUnavailableError, ModelLoadError
-from engine.hardware import resolve_dtype
+from config.settings import Settings
+from config.errors import EngineUnavailableError, ModelLoadError
+from modelprep.hardware import resolve_dtype
 from engine.metrics import SchedulerWatch
 from engine.prompt import Message, RenderedPrompt
-from engine.quantize import weight_format
-from engine.sizing import KV_BLOCK_TOKENS, kv_cache_budget
-from engine.preparation import prepare_reply, reply_events
-from engine.tokens import pieces
+from modelprep.quantization import weight_format
+from modelprep.sizing import KV_BLOCK_TOKENS, kv_cache_budget
+from engine.replies import prepare_reply, reply_events
+from engine.token_text import pieces
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -52,7 +52,7 @@ TCMALLOC = ctypes.util.find_library("tcmalloc_minimal")  # Debian's libtcmalloc-
 def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
     """vLLM's engine arguments for `settings`; also sets the variables vLLM's worker processes read at start.
 
-    The defaults come from the benchmark (README, Performance): all cores bound to the engine, which
+    The defaults come from the benchmark (docs/performance.md): all cores bound to the engine, which
     the web server preempts when it needs to (the engine runs at low priority); tcmalloc preloaded into
     the engine's processes when the system has it; KV blocks of 32 tokens instead of vLLM's 128 on CPU, so
     a persona's system prompt (about 80 tokens) is cached and shared by every chat instead of computed
@@ -103,7 +103,7 @@ class VllmEngine:
         self.tokenizer = tokenizer
         self.model_name = model.name
         self.dtype = resolve_dtype(settings.dtype)
-        # int8 linear layers (engine.quantize) or the 16/32-bit dtype every weight runs in.
+        # int8 linear layers (modelprep.quantization) or the 16/32-bit dtype every weight runs in.
         self.weight_format = "int8" if weight_format(model) == "int8" else self.dtype
         self.load_seconds = 0.0  # measured by load(): tokenizer, vLLM start-up and warm-up
         self._llm = llm
@@ -115,7 +115,7 @@ class VllmEngine:
     @classmethod
     def load(cls, settings: Settings, model: Path) -> VllmEngine:
         """Start the engine thread and build vLLM on it for the model folder `model` (checked by
-        `engine.preflight`). Blocks until ready."""
+        `modelprep.preflight`). Blocks until ready."""
         started = time.perf_counter()
         tokenizer = AutoTokenizer.from_pretrained(model)
         args = AsyncEngineArgs(**engine_options(settings, model))

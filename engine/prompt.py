@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict
 from collections.abc import Sequence
 
-from engine.errors import MessageTooLongError
+from config.errors import MessageTooLongError
 
 
 class Message(TypedDict):
@@ -30,7 +30,7 @@ class RenderedPrompt:
     text: str  # the exact prompt, special tokens included
     token_ids: list[int]
     dropped_messages: int  # how many of the oldest history messages were left out to fit
-    pieces: tuple[str, ...] = ()  # each token's text (`engine.tokens`), for the teaching view
+    pieces: tuple[str, ...] = ()  # each token's text (`engine.token_text`), for the teaching view
     special_ids: frozenset[int] = frozenset()  # which of its tokens are the template's special tokens
 
 

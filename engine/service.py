@@ -7,7 +7,7 @@ say it is loading. A watchdog checks the engine every second: if vLLM's processe
 the kernel's out-of-memory killer), replies in flight end with a message, the dead engine's processes
 are shut down and a new engine is loaded with the same settings, while visitors are told it is loading.
 Which engine it is: the in-process vLLM engine, or vLLM servers elsewhere when `CHAT_ENGINE_URLS` is set
-(`engine.remote`), unless a launcher puts another `Backend` in `BACKEND` before the app is imported
+(`engine.remote_engine`), unless a launcher puts another `Backend` in `BACKEND` before the app is imported
 (`tests/fake_app.py` puts the handler tests' fake). vLLM is imported only when the in-process engine is
 prepared or loaded.
 """
@@ -27,7 +27,7 @@ from collections.abc import Callable
 import psutil
 
 from engine.api import ChatEngine
-from engine.config import Settings
+from config.settings import Settings
 
 log = logging.getLogger(__name__)
 WATCH_INTERVAL = 1.0  # seconds between checks that the engine is alive
@@ -49,8 +49,8 @@ class Backend:
 
 
 def _prepare_in_process(settings: Settings) -> Path:
-    from engine.model_source import resolve_model
-    from engine.preflight import check_model
+    from modelprep.source import resolve_model
+    from modelprep.preflight import check_model
 
     model = resolve_model(settings.model, settings.cache_dir, prepare=False, weights=settings.weights)
     check_model(model, settings)
@@ -64,13 +64,13 @@ def _load_in_process(settings: Settings, model: Path) -> ChatEngine:
 
 
 def _prepare_remote(settings: Settings) -> Path:
-    from engine.remote import prepare_remote
+    from engine.remote_engine import prepare_remote
 
     return prepare_remote(settings)
 
 
 def _load_remote(settings: Settings, model: Path) -> ChatEngine:
-    from engine.remote import RemoteEngine
+    from engine.remote_engine import RemoteEngine
 
     return RemoteEngine.load(settings, model)
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from engine.errors import ChatError, HistoryError, cannot
+from config.errors import ChatError, HistoryError, cannot
 from history.records import Record, read_records
 
 ROLES = {"user": "用户 User", "assistant": "助手 Assistant"}
@@ -34,7 +34,7 @@ def to_markdown(records: list[Record]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from engine.config import load_env_file, load_settings
+    from config.settings import load_env_file, load_settings
 
     parser = argparse.ArgumentParser(prog="python -m history.export", description=__doc__.splitlines()[0])
     which = parser.add_mutually_exclusive_group()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from engine.errors import HistoryError
+from config.errors import HistoryError
 
 SCHEMA_VERSION = 1
 # Every table and column the data layer reads or writes; JSON is stored as text.

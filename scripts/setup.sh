@@ -27,11 +27,12 @@ apt_install() {  # Debian packages, installed only where missing and only if thi
 }
 
 install_project() {  # this checkout's packages, in place, so every process the app starts imports them
-    local stamp="$venv/.installed-project" here; here=$(pwd -P)
-    if [[ -f $stamp && $(cat "$stamp") == "$here" ]]; then return; fi
-    echo "==> Installing this checkout ($here) into $venv"
+    # pip maps each package to its folder when it installs: again when the folder or pyproject.toml changes
+    local stamp="$venv/.installed-project" want; want="$(pwd -P) $(sha256sum pyproject.toml | cut -d' ' -f1)"
+    if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then return; fi
+    echo "==> Installing this checkout ($(pwd -P)) into $venv"
     "$venv/bin/pip" install --no-deps --no-build-isolation --no-index -q -e .
-    echo "$here" > "$stamp"
+    echo "$want" > "$stamp"
 }
 
 created=false
@@ -39,7 +40,7 @@ created=false
 install_locked requirements.txt
 install_project
 
-# tcmalloc makes the engine about 5 % faster (README, Performance); the app runs without it too.
+# tcmalloc makes the engine about 5 % faster (docs/performance.md); the app runs without it too.
 has_tcmalloc() { ldconfig -p | grep -q libtcmalloc_minimal.so.4; }
 
 if [[ ${1:-} == test ]]; then
@@ -48,13 +49,13 @@ if [[ ${1:-} == test ]]; then
             || ! command -v strace >/dev/null || ! command -v systemd-analyze >/dev/null; then
         apt_install chromium fonts-noto-cjk libtcmalloc-minimal4 strace systemd
     fi
-    "$venv/bin/python" -m engine.prepare --demo demo-0.5b  # the tests' demo model
-    "$venv/bin/python" -m engine.prepare --demo demo-1.5b  # for one end-to-end test and bench.demos
+    "$venv/bin/python" -m modelprep --demo demo-0.5b  # the tests' demo model
+    "$venv/bin/python" -m modelprep --demo demo-1.5b  # for one end-to-end test and bench.demos
     "$venv/bin/python" -m deploy.wheelhouse
 else
     # Only with a new .venv: later runs, and an install from the offline bundle, never reach for apt.
     if $created && ! has_tcmalloc; then
         apt_install libtcmalloc-minimal4 || echo "==> Note: libtcmalloc-minimal4 is not installed; the engine runs without it"
     fi
-    "$venv/bin/python" -m engine.prepare
+    "$venv/bin/python" -m modelprep
 fi

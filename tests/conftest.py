@@ -11,13 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.app_process import AppProcess
+from harness.app_process import AppProcess
+from harness.browser import launch_chromium
 from tests.tiny_model import build_tiny_qwen
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -41,9 +40,9 @@ def paced_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def demo_model_dir() -> Path:
     """The bundled 0.5B demo model, which ./test.sh's set-up prepares: a test never downloads it."""
-    from engine.config import load_settings
-    from engine.errors import ChatError
-    from engine.model_source import resolve_model
+    from config.settings import load_settings
+    from config.errors import ChatError
+    from modelprep.source import resolve_model
 
     try:
         return resolve_model("demo-0.5b", load_settings().cache_dir, prepare=False)
@@ -61,7 +60,7 @@ def tiny_tokenizer(tiny_model_dir: Path):
 @pytest.fixture(scope="session")
 def engine(tiny_model_dir: Path):
     from engine.chat_engine import VllmEngine
-    from engine.config import load_settings
+    from config.settings import load_settings
 
     settings = load_settings({"CHAT_MODEL": str(tiny_model_dir), "CHAT_KV_CACHE_GIB": "1",
                               "CHAT_MAX_MODEL_LEN": "2048"})
@@ -97,10 +96,8 @@ class FakeApp(AppProcess):
 def app(paced_model_dir: Path) -> Iterator[RunningApp]:
     ARTIFACTS.mkdir(exist_ok=True)
     # Greedy, so every reply runs to its budget: about ten seconds, time to watch it stream and stop it.
-    running = RunningApp(paced_model_dir, ARTIFACTS / "app.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="200")
-    running.wait_until_ready()
-    yield running
-    running.stop()
+    with RunningApp(paced_model_dir, ARTIFACTS / "app.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="200") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +113,6 @@ def playwright_driver():
 @pytest.fixture
 def browser(playwright_driver):
     """A fresh Chromium per test, so one test's page cannot slow the next one down."""
-    chromium = playwright_driver.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    chromium = launch_chromium(playwright_driver)
     yield chromium
     chromium.close()

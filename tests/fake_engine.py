@@ -23,8 +23,8 @@ from typing import Any
 from collections.abc import AsyncIterator
 
 from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
-from engine.config import Settings
-from engine.errors import EngineUnavailableError, MessageTooLongError
+from config.settings import Settings
+from config.errors import EngineUnavailableError, MessageTooLongError
 from engine.prompt import Message, RenderedPrompt, render_prompt
 
 log = logging.getLogger(__name__)

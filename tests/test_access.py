@@ -17,8 +17,8 @@ import pytest
 import socketio
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.ui_path import ChatClient
-from engine.users import UsersFile
+from harness.visitor import ChatClient, chat
+from web.accounts import UsersFile
 from tests.conftest import ARTIFACTS, RunningApp
 from web.auth import LOCKED_OUT
 
@@ -63,14 +63,6 @@ def cookie_of(response: httpx.Response) -> str:
     return f"access_token={response.cookies['access_token']}"
 
 
-async def chat(app, headers: dict[str, str], question: str = "你好") -> ChatClient:
-    client = ChatClient(app.url, headers)
-    await client.connect()
-    await client.ask(question)
-    await asyncio.wait_for(client.done.wait(), 60)
-    return client
-
-
 def test_health_says_loading_then_ready(secured):
     assert (503, "loading") in secured.health_seen and secured.health_seen[-1] == (200, "ready")
     answer = httpx.get(f"{secured.url}/healthz")
@@ -102,7 +94,7 @@ async def test_the_socket_needs_a_login_and_the_apps_own_origin(secured):
     cookie = cookie_of(log_in(secured, "alice", PASSWORDS["alice"]))
     with pytest.raises(socketio.exceptions.ConnectionError):
         await ChatClient(secured.url, {"Cookie": cookie, "Origin": "http://evil.example"}).connect()
-    client = await chat(secured, {"Cookie": cookie, "Origin": secured.url})
+    client = await chat(secured.url, "你好", {"Cookie": cookie, "Origin": secured.url})
     assert client.text and client.generated_tokens > 0
     await client.socket.disconnect()
 
@@ -130,7 +122,7 @@ def test_wrong_passwords_are_slowed_then_locked_out_and_the_lockout_ends(secured
 
 async def test_a_changed_password_or_a_removed_user_ends_their_sessions(secured):
     cookie = cookie_of(log_in(secured, "erin", PASSWORDS["erin"]))
-    client = await chat(secured, {"Cookie": cookie})
+    client = await chat(secured.url, "你好", {"Cookie": cookie})
     await asyncio.sleep(1.1)  # a password change counts from the next second
     secured.users.set_password("erin", "a-new-password")
     ended = httpx.get(f"{secured.url}/user", headers={"Cookie": cookie})
@@ -174,7 +166,7 @@ def value(app, name: str, **labels: str) -> float:
 async def test_metrics_count_a_chat(secured):
     before = {name: value(secured, name) for name in ("chat_replies", "chat_generated_tokens", "chat_prompt_tokens",
                                                       "chat_time_to_first_token_seconds_count")}
-    client = await chat(secured, {"Cookie": cookie_of(log_in(secured, "alice", PASSWORDS["alice"]))})
+    client = await chat(secured.url, "你好", {"Cookie": cookie_of(log_in(secured, "alice", PASSWORDS["alice"]))})
     await client.socket.disconnect()
     assert value(secured, "chat_replies") == before["chat_replies"] + 1
     assert value(secured, "chat_replies", ended="error") == 0

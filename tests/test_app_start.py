@@ -29,10 +29,19 @@ def test_bad_configuration_exits_with_a_clear_message(tiny_model_dir, environmen
 
 
 def test_prepare_step_exits_with_a_clear_message():
-    result = run([sys.executable, "-m", "engine.prepare"], CHAT_MODEL="/nonexistent/model.gguf")
+    result = run([sys.executable, "-m", "modelprep"], CHAT_MODEL="/nonexistent/model.gguf")
     assert result.returncode == 2
     assert "Cannot prepare the model: CHAT_MODEL=/nonexistent/model.gguf: there is no such" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("first_name, name", [("engine.prepare", "modelprep"),
+                                              ("engine.quantize", "modelprep.quantization"),
+                                              ("engine.users", "web.accounts")])
+def test_the_commands_first_names_still_run(first_name, name):
+    """Client sites' scripts call the commands by the names they had before the code was split by job."""
+    result = run([sys.executable, "-m", first_name, "--help"])
+    assert result.returncode == 0 and result.stdout.startswith(f"usage: python -m {name} "), result.stderr
 
 
 def test_a_damaged_database_stops_the_app_with_what_to_do(tiny_model_dir, tmp_path):

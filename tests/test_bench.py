@@ -6,8 +6,8 @@ import sys
 import time
 
 from bench.workload import NEW_TOKENS
-from engine.config import PROJECT_ROOT
-from engine.hardware import resolve_dtype
+from config.settings import PROJECT_ROOT
+from modelprep.hardware import resolve_dtype
 
 
 def test_the_quick_benchmark_measures_every_system_and_writes_its_report(tiny_model_dir, tmp_path):

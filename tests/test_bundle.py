@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.app_process import _free_port
+from harness.app_process import free_port
 from tests.conftest import ARTIFACTS, ROOT
 
 NOBODY = 65534  # the unprivileged user the install and the app run as here
@@ -160,7 +160,7 @@ def test_installed_and_run_without_any_network_it_answers_a_chat(site):
         install_seconds = time.monotonic() - started
         assert "CHAT_MODEL=" in (site / ".env").read_text()
 
-        port = _free_port()
+        port = free_port()
         log_path = ARTIFACTS / "app-offline.log"
         ARTIFACTS.mkdir(exist_ok=True)
         started = time.monotonic()
@@ -174,7 +174,7 @@ def test_installed_and_run_without_any_network_it_answers_a_chat(site):
         while "Engine ready" not in log_path.read_text(errors="replace"):
             assert app.poll() is None and time.monotonic() < deadline, log_path.read_text()[-5000:]
             time.sleep(0.5)
-        chat = subprocess.run(namespace.enter(sys.executable, "-m", "tests.socket_chat", f"http://127.0.0.1:{port}",
+        chat = subprocess.run(namespace.enter(sys.executable, "-m", "harness.visitor", f"http://127.0.0.1:{port}",
                                               "你好，请介绍一下广州。"), cwd=ROOT, capture_output=True, text=True,
                               timeout=300)
         assert chat.returncode == 0, chat.stderr[-3000:]

@@ -3,9 +3,9 @@
 import asyncio
 import math
 
-from bench.ui_path import ChatClient
-from engine.config import load_settings
-from tests.browser import wait_until
+from harness.visitor import ChatClient
+from config.settings import load_settings
+from harness.browser import wait_until
 from ui.chat_options import checked, initial_options, limits, sampling, widgets
 
 SETTINGS = load_settings({})

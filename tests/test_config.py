@@ -5,9 +5,9 @@ from dataclasses import fields
 
 import pytest
 
-from engine.config import Settings, load_settings
-from engine.errors import ConfigError
-from engine.hardware import resolve_dtype
+from config.settings import Settings, load_settings
+from config.errors import ConfigError
+from modelprep.hardware import resolve_dtype
 
 pytestmark = pytest.mark.fast
 
@@ -49,7 +49,7 @@ def test_bad_values_name_the_variable(environ, names):
 
 
 def test_auto_dtype_follows_the_cpu(monkeypatch):
-    import engine.hardware as hardware
+    import modelprep.hardware as hardware
 
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
     assert resolve_dtype("auto") == "bfloat16"
@@ -59,7 +59,7 @@ def test_auto_dtype_follows_the_cpu(monkeypatch):
 
 
 def test_int8_is_the_default_only_where_the_cpu_multiplies_int8_natively(monkeypatch):
-    import engine.hardware as hardware
+    import modelprep.hardware as hardware
 
     for flags, fast in (({"avx2", "fma"}, False), ({"avx512f", "avx512_bf16"}, False), ({"avx512_vnni"}, True),
                         ({"avx_vnni"}, True), ({"amx_int8"}, True)):
@@ -74,19 +74,20 @@ def test_engine_urls_are_checked_and_listed():
         load_settings({"CHAT_ENGINE_URLS": "10.0.0.5:8000"})
 
 
-def test_the_readme_table_and_env_example_are_written_from_the_settings():
-    from engine import settings_docs
+def test_the_settings_tables_and_env_example_are_written_from_the_settings():
+    from config import docs
 
-    readme = settings_docs.README.read_text(encoding="utf-8")
-    assert settings_docs.readme_with_table(readme) == readme, "run: .venv/bin/python -m engine.settings_docs"
-    assert settings_docs.ENV_EXAMPLE.read_text(encoding="utf-8") == settings_docs.env_example(), \
-        "run: .venv/bin/python -m engine.settings_docs"
-    assert settings_docs.settings_table().count("\n| `CHAT_") == len(fields(Settings))
+    for table in docs.TABLES:
+        text = table.path.read_text(encoding="utf-8")
+        assert table.written_into(text) == text, f"{table.path.name} drifted: run .venv/bin/python -m config.docs"
+    assert docs.ENV_EXAMPLE.read_text(encoding="utf-8") == docs.env_example(), "run: .venv/bin/python -m config.docs"
+    assert docs.settings_table().count("\n| `CHAT_") == len(fields(Settings))
+    assert docs.settings_table(docs.MAIN).count("\n| `CHAT_") == len(docs.MAIN)
 
 
 def test_env_example_copied_to_env_changes_nothing(tmp_path):
-    from engine import settings_docs
-    from engine.config import read_env_file
+    from config import docs
+    from config.settings import read_env_file
 
-    (tmp_path / ".env").write_text(settings_docs.env_example())
+    (tmp_path / ".env").write_text(docs.env_example())
     assert read_env_file(tmp_path / ".env") == {}  # every default is commented out: the file only shows them

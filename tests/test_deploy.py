@@ -8,8 +8,8 @@ import pytest
 
 from deploy.bundle import glibc_needed
 from deploy.install import check_files, check_machine, check_space, point_env_at
-from engine.config import read_env_file
-from engine.errors import DeployError
+from config.settings import read_env_file
+from config.errors import DeployError
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.fast

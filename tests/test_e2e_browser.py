@@ -16,8 +16,8 @@ import httpx
 import psutil
 import pytest
 
-from engine.hardware import fast_int8, resolve_dtype
-from tests.browser import REPLY, ask_and_wait, open_chat, send, set_option, set_slider, socket_events, wait_until
+from modelprep.hardware import fast_int8, resolve_dtype
+from harness.browser import REPLY, ask_and_wait, open_chat, send, set_option, set_slider, socket_events, wait_until
 from tests.conftest import ARTIFACTS, RunningApp, smaps_rollup_pss
 
 pytestmark = pytest.mark.e2e
@@ -183,7 +183,7 @@ new MutationObserver(() => window.statHistory.push({READ_STATS}))
 def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, demo_model_dir):
     from transformers import AutoTokenizer
 
-    from ui.personas import load_personas
+    from config.personas import load_personas
     from tests.conftest import ROOT
 
     page = open_chat(browser, demo_app, RECORD_STATS)

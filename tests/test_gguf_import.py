@@ -7,8 +7,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from engine.errors import ModelLoadError
-from engine.gguf_import import convert_gguf
+from config.errors import ModelLoadError
+from modelprep.gguf import convert_gguf
 from tests.tiny_gguf import write_gguf
 
 pytestmark = pytest.mark.fast

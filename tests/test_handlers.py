@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import ARTIFACTS, FakeApp
 from tests.fake_engine import FAIL, THINKING_WORDS
-from tests.socket_chat import Visitor, until
+from harness.visitor import ChatClient, until, visit
 
 pytestmark = pytest.mark.fast
 REPLY_TOKENS = 50  # a second of words at the fake's pace
@@ -32,14 +32,8 @@ def fake_app():
     running.stop()
 
 
-async def visit(app: FakeApp) -> Visitor:
-    visitor = Visitor(app.url)
-    await visitor.connect()
-    return visitor
-
-
 async def test_each_reply_sees_the_conversation_so_far(fake_app):
-    visitor = await visit(fake_app)
+    visitor = await visit(fake_app.url)
     first = await visitor.ask_and_wait("你好")
     assert first.startswith("[1 messages] w1 w2") and first.endswith(f" w{REPLY_TOKENS - 1}")
     assert (await visitor.ask_and_wait("再说一遍")).startswith("[3 messages]")
@@ -47,7 +41,7 @@ async def test_each_reply_sees_the_conversation_so_far(fake_app):
 
 
 async def test_stop_keeps_the_partial_reply(fake_app):
-    visitor = await visit(fake_app)
+    visitor = await visit(fake_app.url)
     await visitor.ask("讲一个很长的故事")
     await until(lambda: " w10" in visitor.text)
     started = time.monotonic()
@@ -62,7 +56,7 @@ async def test_stop_keeps_the_partial_reply(fake_app):
 
 
 async def test_a_message_too_long_is_refused_and_not_kept(fake_app):
-    visitor = await visit(fake_app)
+    visitor = await visit(fake_app.url)
     await visitor.ask("长" * 3000)
     await until(lambda: visitor.errors())
     assert "too long" in visitor.errors()[0] and visitor.text == ""
@@ -71,7 +65,7 @@ async def test_a_message_too_long_is_refused_and_not_kept(fake_app):
 
 
 async def test_an_engine_fault_ends_the_reply_with_a_message_and_keeps_what_was_said(fake_app):
-    visitor = await visit(fake_app)
+    visitor = await visit(fake_app.url)
     said = await visitor.ask_and_wait(f"{FAIL} 你好")
     assert said == "[1 messages] w1 w2"
     assert "模型引擎出错" in visitor.errors()[0] and "ask again" in visitor.errors()[0]
@@ -80,7 +74,7 @@ async def test_an_engine_fault_ends_the_reply_with_a_message_and_keeps_what_was_
 
 
 async def test_the_second_visitor_waits_in_line_with_a_notice(fake_app):
-    first, second = await visit(fake_app), await visit(fake_app)
+    first, second = await visit(fake_app.url), await visit(fake_app.url)
     await first.ask("你好")
     await until(lambda: first.text)
     second_reply = asyncio.create_task(second.ask_and_wait("我也想问"))
@@ -93,7 +87,7 @@ async def test_the_second_visitor_waits_in_line_with_a_notice(fake_app):
 
 
 async def test_a_setting_out_of_range_is_refused_and_the_old_value_kept(fake_app):
-    visitor = await visit(fake_app)
+    visitor = await visit(fake_app.url)
     await visitor.socket.emit("chat_settings_change", {"temperature": 9, "top_p": 0.5})
     await until(lambda: visitor.errors())
     assert "9 is outside 0–2; 0.7 is kept" in visitor.errors()[0]
@@ -103,7 +97,7 @@ async def test_a_setting_out_of_range_is_refused_and_the_old_value_kept(fake_app
 
 
 async def test_the_teaching_view_shows_the_prompt_the_engine_got(fake_app):
-    visitor = await visit(fake_app)
+    visitor = await visit(fake_app.url)
     await visitor.ask_and_wait("第一个问题")
     await visitor.socket.emit("chat_settings_change", {"teaching": True})
     await visitor.ask_and_wait("第二个问题")
@@ -115,7 +109,7 @@ async def test_the_teaching_view_shows_the_prompt_the_engine_got(fake_app):
 
 
 
-def thoughts(visitor: Visitor) -> dict[str, dict]:
+def thoughts(visitor: ChatClient) -> dict[str, dict]:
     """The thinking steps the visitor was sent, by id: their streamed text and whether they ended."""
     steps: dict[str, dict] = {}
     for event, data in visitor.events:
@@ -129,7 +123,7 @@ def thoughts(visitor: Visitor) -> dict[str, dict]:
 
 
 async def test_thinking_streams_into_a_step_that_never_enters_the_history(fake_app):
-    visitor = await visit(fake_app)
+    visitor = await visit(fake_app.url)
     await visitor.socket.emit("chat_settings_change", {"thinking": True, "teaching": True})
     await visitor.ask_and_wait("第一个问题")
     [thought] = thoughts(visitor).values()
@@ -143,7 +137,7 @@ async def test_thinking_streams_into_a_step_that_never_enters_the_history(fake_a
 
 
 async def test_stop_while_thinking_keeps_the_thought_and_adds_nothing_to_the_history(fake_app):
-    visitor = await visit(fake_app)
+    visitor = await visit(fake_app.url)
     await visitor.socket.emit("chat_settings_change", {"thinking": True})
     await visitor.ask("第一个问题")
     await until(lambda: any(thought["text"] for thought in thoughts(visitor).values()))

@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import create_async_engine
 
 import history.store as store_module
-from engine.errors import HistoryError
+from config.errors import HistoryError
 from history.conversation import REPLY, Conversation
 from history.records import forget_idle, read_records
 from history.schema import SCHEMA_VERSION, TABLES, open_database

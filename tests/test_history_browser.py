@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from engine.config import PROJECT_ROOT
-from ui.personas import load_personas
-from engine.users import UsersFile
-from tests.browser import REPLY, ask_and_wait, open_chat, set_option, socket_events, wait_until
+from config.settings import PROJECT_ROOT
+from config.personas import load_personas
+from web.accounts import UsersFile
+from harness.browser import REPLY, ask_and_wait, open_chat, set_option, socket_events, wait_until
 from tests.conftest import ARTIFACTS, ROOT, RunningApp
 
 pytestmark = pytest.mark.e2e
@@ -86,9 +86,9 @@ def resumed(site, browser_for_module, paced_model_dir):
 
 @pytest.fixture(scope="module")
 def browser_for_module(playwright_driver):
-    from tests.conftest import CHROMIUM_ARGS
+    from harness.browser import launch_chromium
 
-    chromium = playwright_driver.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    chromium = launch_chromium(playwright_driver)
     yield chromium
     chromium.close()
 

@@ -13,23 +13,15 @@ import httpx
 import pytest
 import socketio
 
-from bench.ui_path import ChatClient
-from engine.users import UsersFile
-from tests.browser import wait_until
+from harness.visitor import ChatClient, chat
+from web.accounts import UsersFile
+from harness.browser import wait_until
 from tests.conftest import ARTIFACTS, RunningApp
 
 
 def rows(folder, query: str, *parameters) -> list[tuple]:
     with sqlite3.connect(folder / "chat.db") as connection:
         return connection.execute(query, parameters).fetchall()
-
-
-async def chat(app, question: str, headers: dict[str, str] | None = None) -> ChatClient:
-    client = ChatClient(app.url, headers)
-    await client.connect()
-    await client.ask(question)
-    await asyncio.wait_for(client.done.wait(), 60)
-    return client
 
 
 def cookie_of(app, name: str, password: str) -> str:
@@ -46,7 +38,7 @@ async def test_another_user_cannot_reach_alices_conversation(tiny_model_dir, tmp
                      CHAT_USERS_FILE=str(tmp_path / "users.json"), CHAT_MAX_NEW_TOKENS="16")
     app.wait_until_ready()
     try:
-        client = await chat(app, "爱丽丝的问题", {"Cookie": cookie_of(app, "alice", "alice-password")})
+        client = await chat(app.url, "爱丽丝的问题", {"Cookie": cookie_of(app, "alice", "alice-password")})
         await client.socket.disconnect()
         assert wait_until(lambda: rows(tmp_path, 'SELECT "name" FROM threads WHERE "userIdentifier" = ?', "alice"))
         alice_thread, alice_name = rows(tmp_path, 'SELECT "id", "name" FROM threads')[0]
@@ -69,11 +61,9 @@ async def test_another_user_cannot_reach_alices_conversation(tiny_model_dir, tmp
 
 
 async def test_without_logins_conversations_are_kept_for_the_operator_only(tiny_model_dir, tmp_path):
-    app = RunningApp(tiny_model_dir, ARTIFACTS / "app-history-open.log", CHAT_STATE_DIR=str(tmp_path),
-                     CHAT_MAX_NEW_TOKENS="16")
-    app.wait_until_ready()
-    try:
-        client = await chat(app, "没有登录的访客")
+    with RunningApp(tiny_model_dir, ARTIFACTS / "app-history-open.log", CHAT_STATE_DIR=str(tmp_path),
+                    CHAT_MAX_NEW_TOKENS="16") as app:
+        client = await chat(app.url, "没有登录的访客")
         await client.socket.disconnect()
         assert wait_until(lambda: len(rows(tmp_path, 'SELECT * FROM steps WHERE "output" = ?', "没有登录的访客")) == 1)
         thread, owner = rows(tmp_path, 'SELECT "id", "userId" FROM threads')[0]
@@ -81,8 +71,6 @@ async def test_without_logins_conversations_are_kept_for_the_operator_only(tiny_
         listed = httpx.post(f"{app.url}/project/threads", json={"pagination": {"first": 20}, "filter": {}})
         assert listed.status_code in (401, 403)
         assert httpx.get(f"{app.url}/project/thread/{thread}").status_code in (401, 403)
-    finally:
-        app.stop()
 
 
 async def test_a_locked_database_never_breaks_a_chat_and_is_saved_when_free(tiny_model_dir, tmp_path):

@@ -15,7 +15,7 @@ from chainlit.types import Pagination, ThreadFilter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.config import load_settings
+from config.settings import load_settings
 from engine.prompt import render_prompt
 from history.ids import is_uuid
 from history.schema import open_database
@@ -236,7 +236,7 @@ def test_a_model_servers_credentials_never_show():
     import http.server
     import threading
 
-    from engine.remote import check_replica, shown_address
+    from engine.remote_engine import check_replica, shown_address
 
     assert shown_address("http://user:secret@10.0.0.5:8000/v1?key=secret") == "http://10.0.0.5:8000/v1"
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)  # 501 to all

@@ -13,8 +13,8 @@ import time
 import psutil
 import pytest
 
-from tests.browser import REPLY, open_chat, send
-from tests.conftest import ARTIFACTS, CHROMIUM_ARGS, RunningApp, smaps_rollup_pss
+from harness.browser import REPLY, launch_chromium, open_chat, send
+from tests.conftest import ARTIFACTS, RunningApp, smaps_rollup_pss
 
 pytestmark = pytest.mark.e2e
 REPLY_TOKENS = 64
@@ -22,11 +22,9 @@ REPLY_TOKENS = 64
 
 @pytest.fixture(scope="module")
 def load_app(tiny_model_dir):
-    running = RunningApp(tiny_model_dir, ARTIFACTS / "app-load.log", CHAT_TEMPERATURE="0",
-                         CHAT_MAX_NEW_TOKENS=str(REPLY_TOKENS), CHAT_MAX_MODEL_LEN="2048")
-    running.wait_until_ready()
-    yield running
-    running.stop()
+    with RunningApp(tiny_model_dir, ARTIFACTS / "app-load.log", CHAT_TEMPERATURE="0",
+                    CHAT_MAX_NEW_TOKENS=str(REPLY_TOKENS), CHAT_MAX_MODEL_LEN="2048") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +32,7 @@ def chromium():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         yield browser
         browser.close()
 

@@ -9,7 +9,7 @@ import pytest
 
 import web.memory as memory
 from engine.api import EngineState
-from engine.errors import MemoryLowError
+from config.errors import MemoryLowError
 from web.memory import GIB, MemoryGuard, MemoryMonitor, MemoryReading, tree_pss
 from tests.conftest import smaps_rollup_pss
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.model_cache import MANIFEST, build_once, is_complete
+from modelprep.cache import MANIFEST, build_once, is_complete
 
 pytestmark = pytest.mark.fast
 

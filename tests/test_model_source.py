@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from modelscope_hub.errors import NetworkError
 
-import engine.model_source as model_source
-from engine.errors import ModelLoadError
-from engine.model_source import resolve_model
+import modelprep.source as model_source
+from config.errors import ModelLoadError
+from modelprep.source import resolve_model
 from tests.tiny_gguf import write_gguf
 
 pytestmark = pytest.mark.fast

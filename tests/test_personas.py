@@ -4,9 +4,9 @@ import shutil
 
 import pytest
 
-from engine.config import PROJECT_ROOT
-from engine.errors import PersonaError
-from ui.personas import load_personas
+from config.settings import PROJECT_ROOT
+from config.errors import PersonaError
+from config.personas import load_personas
 
 pytestmark = pytest.mark.fast
 

@@ -6,9 +6,9 @@ import shutil
 import pytest
 from safetensors.torch import load_file
 
-from engine.config import Settings
-from engine.errors import ModelLoadError
-from engine.preflight import GIB, check_model, weight_bytes
+from config.settings import Settings
+from config.errors import ModelLoadError
+from modelprep.preflight import GIB, check_model, weight_bytes
 
 pytestmark = pytest.mark.fast
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.errors import MessageTooLongError
+from config.errors import MessageTooLongError
 from engine.prompt import render_prompt
 from tests.tiny_model import build_tiny_qwen
 

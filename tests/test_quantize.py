@@ -9,10 +9,10 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from engine.config import PROJECT_ROOT
-from engine.errors import ModelLoadError
-from engine.model_source import resolve_model
-from engine.quantize import quantize_folder, quantize_weight, weight_format
+from config.settings import PROJECT_ROOT
+from config.errors import ModelLoadError
+from modelprep.source import resolve_model
+from modelprep.quantization import quantize_folder, quantize_weight, weight_format
 from tests.tiny_model import build_tiny_thinker
 
 
@@ -63,7 +63,7 @@ def test_an_output_head_of_its_own_becomes_int8_and_vllm_serves_it(tmp_path):
 
 
 def quantise_command(*args):
-    return subprocess.run([sys.executable, "-m", "engine.quantize", *map(str, args)], cwd=PROJECT_ROOT,
+    return subprocess.run([sys.executable, "-m", "modelprep.quantization", *map(str, args)], cwd=PROJECT_ROOT,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -14,10 +14,10 @@ import urllib.request
 
 import pytest
 
-from bench.vllm_server import VllmServer
+from harness.vllm_server import VllmServer
 from engine.api import Finished, Sampling, TextDelta
 from tests.conftest import ARTIFACTS, RunningApp
-from tests.socket_chat import Visitor, until
+from harness.visitor import ChatClient, until
 
 pytestmark = pytest.mark.e2e
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=32, ignore_eos=True)
@@ -59,7 +59,7 @@ async def warm_up(app: RunningApp) -> None:
     """Two chats at once, stopped once both stream. The first replies through a fresh app and fresh servers have
     stalled for up to 7 s and then arrived in one burst (seen in CI): long enough for a 4,000-token reply to end
     before a test could look at it. The tests here are about routing, stop and failover, not that first stall."""
-    visitors = [Visitor(app.url), Visitor(app.url)]
+    visitors = [ChatClient(app.url), ChatClient(app.url)]
     await asyncio.gather(*(visitor.connect() for visitor in visitors))
     await asyncio.gather(*(visitor.ask("你好") for visitor in visitors))
     await until(lambda: all(visitor.text for visitor in visitors), timeout=60)
@@ -85,8 +85,8 @@ def server_of_reply(app: RunningApp, servers: list[VllmServer]) -> VllmServer:
 
 
 async def test_the_servers_get_the_prompt_the_in_process_engine_renders(servers, tiny_model_dir, engine):
-    from engine.config import load_settings
-    from engine.remote import RemoteEngine
+    from config.settings import load_settings
+    from engine.remote_engine import RemoteEngine
 
     settings = load_settings({"CHAT_MODEL": str(tiny_model_dir), "CHAT_MAX_MODEL_LEN": "2048",
                               "CHAT_ENGINE_URLS": servers[0].url, "CHAT_ENGINE_API_KEY": KEY})
@@ -111,7 +111,7 @@ async def test_chats_go_to_both_servers_and_stop_aborts_there(remote_app, server
         urllib.request.urlopen(f"{servers[0].url}/models", timeout=5)
     status, report = health(remote_app)
     assert status == 200 and report["status"] == "ready" and all(server["ready"] for server in report["servers"])
-    first, second = Visitor(remote_app.url), Visitor(remote_app.url)
+    first, second = ChatClient(remote_app.url), ChatClient(remote_app.url)
     await asyncio.gather(first.connect(), second.connect())
     await asyncio.gather(first.ask("你好"), second.ask("广州"))
     await until(lambda: first.text and second.text, timeout=30)
@@ -124,7 +124,7 @@ async def test_chats_go_to_both_servers_and_stop_aborts_there(remote_app, server
 
 
 async def test_a_server_killed_mid_reply_fails_over_and_rejoins_after_a_restart(remote_app, servers):
-    visitor = Visitor(remote_app.url)
+    visitor = ChatClient(remote_app.url)
     await visitor.connect()
     await visitor.ask("讲一个很长的故事")
     await until(lambda: len(visitor.text) > 20, timeout=30)
@@ -153,7 +153,7 @@ async def test_with_every_server_down_visitors_are_told_and_the_page_stays(remot
         server.kill()
     await until(lambda: health(remote_app)[1]["status"] == "unavailable", timeout=30)
     assert health(remote_app)[0] == 503
-    visitor = Visitor(remote_app.url)
+    visitor = ChatClient(remote_app.url)
     await visitor.connect()
     await visitor.ask("你好")
     await until(lambda: visitor.errors(), timeout=10)

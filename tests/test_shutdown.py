@@ -9,7 +9,7 @@ import time
 
 import psutil
 
-from tests.browser import wait_until
+from harness.browser import wait_until
 from tests.conftest import ARTIFACTS, RunningApp
 
 

@@ -1,13 +1,13 @@
-"""Memory needed per model, computed from configurations: the README's table and the pre-start check."""
+"""Memory needed per model, computed from configurations: the table in docs/deployment.md and the pre-start check."""
 
 import json
 
 import pytest
 
-from engine.config import Settings
-from engine.errors import ModelLoadError
-from engine.preflight import check_model
-from engine.sizing import (GIB, KV_BLOCK_TOKENS, QWEN, RUNTIME_BYTES, ModelShape, kv_cache_budget, kv_cache_bytes,
+from config.settings import Settings
+from config.errors import ModelLoadError
+from modelprep.preflight import check_model
+from modelprep.sizing import (GIB, KV_BLOCK_TOKENS, QWEN, RUNTIME_BYTES, ModelShape, kv_cache_budget, kv_cache_bytes,
                            memory_needed, memory_table, weight_bytes)
 
 pytestmark = pytest.mark.fast
@@ -43,8 +43,8 @@ def test_the_readme_table_is_the_computed_one():
     expected = memory_needed(weight_bytes(seven_b, "int8"), kv_cache_bytes(seven_b, 8 * 4096)) / GIB
     assert f"| Qwen2.5-7B-Instruct | int8 | {weight_bytes(seven_b, 'int8') / GIB:.1f} |" in table
     assert f" {expected:.1f} |" in table
-    readme = (Settings().prompts_dir.parent / "README.md").read_text()
-    assert table in readme, "README's memory table is stale: paste `python -m engine.sizing` into it"
+    readme = (Settings().prompts_dir.parent / "docs" / "deployment.md").read_text()
+    assert table in readme, "docs/deployment.md's memory table is stale: paste `python -m modelprep.sizing` into it"
     assert memory_needed(0, 0) == RUNTIME_BYTES
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.app_process import _free_port
-from tests.browser import ask_and_wait, open_chat
+from harness.app_process import free_port
+from harness.browser import ask_and_wait, open_chat
 from tests.conftest import ARTIFACTS, ROOT
 
 VENV_BIN = Path(sys.executable).parent
@@ -56,7 +56,7 @@ def start(command: list[str], log_name: str, port: int, **environment: str) -> S
 
 @pytest.mark.e2e
 def test_chainlit_run_app_py_with_only_the_venv_on_the_path_answers_in_a_page(browser):
-    port = _free_port()
+    port = free_port()
     app = start(["chainlit", "run", "app.py", "--headless", "--host", "127.0.0.1", "--port", str(port)],
                 "app-console-script.log", port, PATH=f"{VENV_BIN}:/usr/bin:/bin", HOME=os.environ["HOME"])
     try:
@@ -70,14 +70,14 @@ def test_chainlit_run_app_py_with_only_the_venv_on_the_path_answers_in_a_page(br
 
 
 def test_run_sh_answers_a_chat(tiny_model_dir):
-    port = _free_port()
+    port = free_port()
     environment = {name: value for name, value in os.environ.items() if not name.startswith("CHAT_")}
     app = start(["./run.sh", "--headless"], "app-run-sh.log", port, **environment, CHAT_MODEL=str(tiny_model_dir),
                 CHAT_PORT=str(port), CHAT_KV_CACHE_GIB="1", CHAT_MAX_NEW_TOKENS="16")
     try:
         app.wait_until_ready()
         # A visitor in a process of its own: this module's browser keeps an event loop running in this one.
-        visitor = subprocess.run([sys.executable, "-m", "tests.socket_chat", app.url, "你好"], cwd=ROOT,
+        visitor = subprocess.run([sys.executable, "-m", "harness.visitor", app.url, "你好"], cwd=ROOT,
                                  capture_output=True, text=True, timeout=120)
         assert visitor.returncode == 0, visitor.stderr[-3000:]
         answered = json.loads(visitor.stdout)

@@ -1,6 +1,6 @@
 """The teaching view's tokens: what a token stands for (whole characters, a leading space, a character split over
-bytes, special tokens: `engine.tokens`, on the tiny model's byte-level BPE tokenizer), and the model's
-probabilities reshaped by the sampling (`ui.tokens`)."""
+bytes, special tokens: `engine.token_text`, on the tiny model's byte-level BPE tokenizer), and the model's
+probabilities reshaped by the sampling (`engine.distribution`)."""
 
 import math
 
@@ -8,8 +8,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from engine.api import Sampling
-from engine.tokens import pieces
-from ui.tokens import exact, reshape
+from engine.token_text import pieces
+from engine.distribution import exact, reshape
 
 pytestmark = pytest.mark.fast
 

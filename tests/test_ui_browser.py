@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import REPLY, ask_and_wait, open_chat, send, socket_events, wait_until
+from harness.browser import REPLY, ask_and_wait, open_chat, send, socket_events, wait_until
 from tests.conftest import ARTIFACTS, RunningApp
 from tests.tiny_model import build_tiny_qwen
 

@@ -11,8 +11,8 @@ import time
 import jwt
 import pytest
 
-from engine.errors import ConfigError
-from engine.users import UsersFile
+from config.errors import ConfigError
+from web.accounts import UsersFile
 from tests.conftest import ROOT
 from web.auth import LoginThrottle, Logins, ensure_secret
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.fast
 
 
 def users_command(*arguments, state_dir, password=None):
-    return subprocess.run([sys.executable, "-m", "engine.users", *arguments], input=password, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "web.accounts", *arguments], input=password, capture_output=True,
                           text=True, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "CHAT_STATE_DIR": str(state_dir)},
                           timeout=60)
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import chainlit as cl
 
 from engine.api import Sampling
-from engine.config import Settings
-from ui.tokens import ALTERNATIVES
+from config.settings import Settings
+from engine.distribution import ALTERNATIVES
 
 
 @dataclass(frozen=True)

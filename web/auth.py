@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import jwt
 
-from engine.errors import ConfigError
-from engine.users import UsersFile
+from config.errors import ConfigError
+from web.accounts import UsersFile
 
 log = logging.getLogger(__name__)
 SECRET_FILE = "auth_secret"
@@ -130,7 +130,7 @@ class Logins:
         self.users = UsersFile(users_file)
         if not self.users.users():
             raise ConfigError(f"CHAT_USERS_FILE={users_file} holds no users yet. Add one with "
-                              "`.venv/bin/python -m engine.users add NAME`, or unset CHAT_USERS_FILE for no logins.")
+                              "`.venv/bin/python -m web.accounts add NAME`, or unset CHAT_USERS_FILE for no logins.")
         self.secret = ensure_secret(state_dir)
         self.throttle = LoginThrottle(max_failures, lockout_seconds)
         # Hashing a password takes 64 MiB and a core for a moment: one at a time, on a thread of its own at the

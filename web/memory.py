@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import psutil
 
-from engine.errors import MemoryLowError
+from config.errors import MemoryLowError
 
 MIB = 1024**2
 GIB = 1024**3

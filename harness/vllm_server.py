@@ -13,8 +13,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench.app_process import _free_port
-from engine.hardware import resolve_dtype
+from harness.app_process import free_port
+from modelprep.hardware import resolve_dtype
 
 
 class VllmServer:
@@ -24,7 +24,7 @@ class VllmServer:
     def __init__(self, model: Path, log_path: Path, max_model_len: int, cores: str = "", kv_cache_gib: int = 1,
                  api_key: str = "") -> None:
         self.model = model
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = log_path
         self._environment = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib), "VLLM_NO_USAGE_STATS": "1",

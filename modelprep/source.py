@@ -5,7 +5,7 @@ bundled demo model by name), a local model folder, a `.gguf` file, or a
 ModelScope model id such as `Qwen/Qwen2.5-7B-Instruct`. Anything that has to be fetched or converted
 is prepared only by the set-up step (`prepare=True`, run by `./run.sh` and `./test.sh`), into the
 app's cache or ModelScope's; the app itself (`prepare=False`) only looks things up, so starting it
-never downloads and never converts. Checking what the folder holds is `engine.preflight`'s job.
+never downloads and never converts. Checking what the folder holds is `modelprep.preflight`'s job.
 """
 
 from __future__ import annotations
@@ -18,21 +18,21 @@ from collections.abc import Callable
 from modelscope import snapshot_download
 from modelscope_hub.errors import CacheNotFound, HubError
 
-from engine.demo_model import DEMOS, fetch_demo_gguf
-from engine.errors import ModelLoadError
-from engine.gguf_import import convert_gguf
-from engine.hardware import cores, fast_int8
-from engine.model_cache import build_once, is_complete
-from engine.quantize import quantize_folder, weight_format
+from modelprep.demo import DEMOS, fetch_demo_gguf
+from config.errors import ModelLoadError
+from modelprep.gguf import convert_gguf
+from modelprep.hardware import cores, fast_int8
+from modelprep.cache import build_once, is_complete
+from modelprep.quantization import quantize_folder, weight_format
 
 MODELSCOPE_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
-PREPARE_HINT = "Run ./run.sh (it prepares the model before starting the app) or `.venv/bin/python -m engine.prepare`."
+PREPARE_HINT = "Run ./run.sh (it prepares the model before starting the app) or `.venv/bin/python -m modelprep`."
 
 
 def default_demo() -> str:
     """The demo model an empty `CHAT_MODEL` serves: the 1.5B where the CPU computes int8 fast and has more than
     two cores (it answers better, and streams faster than people read there even with the presenter's page on
-    the same machine; on two cores it did not), else the 0.5B (README, "The bundled demo models")."""
+    the same machine; on two cores it did not), else the 0.5B (docs/models.md)."""
     return "demo-1.5b" if fast_int8() and cores() > 2 else "demo-0.5b"
 
 

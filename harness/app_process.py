@@ -20,10 +20,10 @@ from pathlib import Path
 
 import psutil
 
-from engine.config import PROJECT_ROOT
+from config.settings import PROJECT_ROOT
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -38,7 +38,7 @@ class AppProcess:
         on the processes' path, ahead of the checkout installed in .venv); `command`: "chainlit" for Chainlit's
         console script, or a module that runs Chainlit's command line (`tests.fake_app` serves the app on the
         tests' scripted engine)."""
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self.folder = Path(tempfile.mkdtemp(prefix="chat-app-"))
@@ -82,3 +82,15 @@ class AppProcess:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, 9)
         shutil.rmtree(self.folder, ignore_errors=True)  # the links only, never what they point to
+
+    def __enter__(self) -> AppProcess:
+        """The app, once its engine is ready; stopped when the block ends, however it ends."""
+        try:
+            self.wait_until_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.stop()

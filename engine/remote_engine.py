@@ -29,9 +29,9 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from engine.api import (EngineState, Finished, ReplyEvent, ReplyStats, Sampling, ServerReport, TextDelta,
                         coalesce)
 from engine.bridge import Channel
-from engine.config import Settings
-from engine.errors import EngineUnavailableError, ModelLoadError
-from engine.preparation import reply_events
+from config.settings import Settings
+from config.errors import EngineUnavailableError, ModelLoadError
+from engine.replies import reply_events
 from engine.prompt import Message, RenderedPrompt
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def check_replica(url: str, headers: dict[str, str], settings: Settings,
 def prepare_remote(settings: Settings) -> Path:
     """The local model folder, for its tokenizer; refuses a server that answers with a mismatch. A server that
     does not answer yet is fine: it joins when it does."""
-    from engine.model_source import resolve_model
+    from modelprep.source import resolve_model
 
     model = resolve_model(settings.model, settings.cache_dir, prepare=False, weights="original")
     try:

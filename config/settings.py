@@ -2,8 +2,8 @@
 
 This is the only module that reads environment variables for the app's own settings, and the only reader
 of `.env` (`load_env_file`, for every command; Chainlit loads the same file before it imports the app). Each
-setting has a type, a default, what it means (`setting`, from which `engine.settings_docs` writes the
-README's table and `.env.example`) and an environment variable name (`CHAT_` + the field in capitals).
+setting has a type, a default, what it means (`setting`, from which `config.docs` writes the
+settings tables and `.env.example`) and an environment variable name (`CHAT_` + the field in capitals).
 Standard library only, so the offline installer can use it before .venv exists; nothing here knows about
 vLLM or Chainlit.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ConfigError
+from config.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -27,7 +27,7 @@ WEIGHTS = ("auto", "int8", "original")
 
 
 def setting(default: object, doc: str) -> Any:
-    """A field of `Settings`: its default and what it means, in the words the README and `.env.example` show."""
+    """A field of `Settings`: its default and what it means, in the words the settings tables and `.env.example` show."""
     return field(default=default, metadata={"doc": doc})
 
 
@@ -36,7 +36,7 @@ class Settings:
     """Each field is read from `CHAT_` + its name in capitals."""
 
     model: str = setting("", "model folder, ModelScope id, `.gguf` file, or `demo-0.5b` / `demo-1.5b`; empty = the "
-                             "default bundled demo model (\"The bundled demo models\")")
+                             "default bundled demo model (docs/models.md)")
     cache_dir: Path = setting(CACHE_ROOT / "qwen-cpu-chat", "where the demo model and converted `.gguf` files and int8 "
                                                            "copies are kept")
     weights: str = setting("auto", "`auto` = the demo model in int8 where the CPU has VNNI or AMX (else as it is), "
@@ -75,7 +75,7 @@ class Settings:
     port: int = setting(8000, "port to listen on")
     state_dir: Path = setting(DATA_ROOT / "qwen-cpu-chat", "the app's state: session secret (`auth_secret`), default "
                                                           "users file, the conversations (`chat.db`); back it up")
-    users_file: Path | None = setting(None, "set = logins on, with the users in this file (`python -m engine.users`); "
+    users_file: Path | None = setting(None, "set = logins on, with the users in this file (`python -m web.accounts`); "
                                             "empty = no logins")
     login_max_failures: int = setting(5, "wrong passwords (per user name or per address, within 15 minutes) that lock "
                                          "logins out")
@@ -89,7 +89,7 @@ class Settings:
     history_days: int = setting(0, "delete conversations idle for more than this many days, at start and once a day; "
                                    "0 = keep everything")
     engine_urls: tuple[str, ...] = setting((), "comma-separated base URLs of vLLM servers (`http://10.0.0.5:8000/v1`): "
-                                               "the model runs there, not in this process (\"More than one machine\")")
+                                               "the model runs there, not in this process (docs/deployment.md)")
     engine_api_key: str = setting("", "the servers' `--api-key`, sent as a bearer token")
 
     def __post_init__(self) -> None:

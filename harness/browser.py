@@ -1,4 +1,5 @@
-"""Driving the chat page in a browser as a visitor does: open a chat once its session is live, send."""
+"""A real Chromium page on the chat, driven as a visitor does: Debian's chromium launched headless with the flags
+that let it run here, a chat opened once its session is live, a question sent, a setting changed."""
 
 from __future__ import annotations
 
@@ -6,6 +7,14 @@ import json
 import time
 
 REPLY = '[data-step-type="assistant_message"] .message-content'
+CHROMIUM = "/usr/bin/chromium"  # Debian's, installed by the set-up
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def launch_chromium(playwright):
+    """A headless Chromium from Playwright's sync API."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
 def open_chat(browser, app, init_script: str | None = None, locale: str = "zh-CN", before_load=None,

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 
 from engine.api import Finished, Refused, ReplyEvent, Sampling, TextDelta
-from engine.errors import MessageTooLongError
+from config.errors import MessageTooLongError
 from engine.prompt import Message, RenderedPrompt, render_prompt
 from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
-from engine.tokens import with_pieces
+from engine.token_text import with_pieces
 
 
 def prepare_reply(tokenizer, system_prompt: str, history: list[Message], sampling: Sampling,

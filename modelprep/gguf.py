@@ -19,7 +19,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
 
-from engine.errors import ModelLoadError
+from config.errors import ModelLoadError
 
 # Architectures whose GGUF transformers dequantises and whose tokenizer is Qwen2's byte-level BPE.
 SUPPORTED_ARCHITECTURES = ("qwen2", "qwen3")

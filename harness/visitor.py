@@ -1,21 +1,26 @@
-"""The full UI path: the running Chainlit app serving N chats, each over its own Chainlit socket.
+"""A visitor over Chainlit's socket, as a browser speaks it: for tests that need no page, and the benchmark's UI path.
 
 Each chat is a Socket.IO client speaking Chainlit's browser protocol (connect, `connection_successful`,
-`client_message`), so the figure includes the web server, the chat handlers, the live sidebar and the
-socket, without a browser's rendering on the same cores. Times are taken when the `stream_token`
-events arrive; token counts are the ones the app reports under each reply (its footer element).
+`client_message`), so what it sees includes the web server, the chat handlers, the live sidebar and the socket,
+without a browser's rendering on the same cores. Times are taken when the `stream_token` events arrive; token
+counts are the ones the app reports under each reply (its footer element). `python -m harness.visitor URL
+QUESTION` runs one chat and prints the reply's streamed text, its number of deltas and the token count the app
+reported, as JSON (for a visitor where a browser cannot go: inside a network namespace without network).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+import sys
 import time
 import uuid
 from datetime import datetime, UTC
 
 import socketio
 
-from bench.workload import Reply, summarise
+from harness.figures import Reply, summarise
 
 
 class ChatClient:
@@ -30,12 +35,14 @@ class ChatClient:
         self.text = ""  # the streamed reply
         self.generated_tokens: int | None = None
         self.messages: list[dict] = []  # every message the app sent (new_message events)
+        self.events: list[tuple[str, dict]] = []  # every event, in order
         self.started = asyncio.Event()
         self.done = asyncio.Event()
         self._chat_start_seen = False
         self.socket.on("*", self._on_event)
 
     async def _on_event(self, event: str, data=None) -> None:
+        self.events.append((event, data))
         if event in ("stream_start", "stream_token"):  # Chainlit sends a reply's first delta with its start
             self.token_times.append(time.perf_counter())
             self.text += data["output"] if event == "stream_start" else data["token"]
@@ -65,6 +72,42 @@ class ChatClient:
             "id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message", "output": question,
             "createdAt": datetime.now(UTC).isoformat()}, "fileReferences": None})
 
+    async def ask_and_wait(self, question: str, timeout: float = 30) -> str:
+        """The reply's whole text, once its footer arrived."""
+        self.text = ""
+        self.done.clear()
+        await self.ask(question)
+        await asyncio.wait_for(self.done.wait(), timeout)
+        return self.text
+
+    def errors(self) -> list[str]:
+        return [data["output"] for event, data in self.events if event == "new_message" and data.get("isError")]
+
+    def said(self, pattern: str) -> bool:
+        return any(event == "new_message" and re.search(pattern, data.get("output", "")) for event, data in self.events)
+
+
+async def visit(url: str, headers: dict[str, str] | None = None, thread_id: str | None = None) -> ChatClient:
+    """A visitor whose chat has started."""
+    client = ChatClient(url, headers, thread_id)
+    await client.connect()
+    return client
+
+
+async def chat(url: str, question: str, headers: dict[str, str] | None = None, timeout: float = 120) -> ChatClient:
+    """A visitor who asked one question and got the whole reply (still connected)."""
+    client = await visit(url, headers)
+    await client.ask(question)
+    await asyncio.wait_for(client.done.wait(), timeout)
+    return client
+
+
+async def until(condition, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
 
 async def serve(url: str, questions: list[str], timeout: float = 600) -> dict:
     """One chat per question connects, then all ask at once; returns the run's summary."""
@@ -76,3 +119,13 @@ async def serve(url: str, questions: list[str], timeout: float = 600) -> dict:
     await asyncio.gather(*(client.socket.disconnect() for client in clients))
     return summarise([Reply(client.token_times[0] - arrival, client.token_times[-1] - arrival,
                             client.generated_tokens) for client in clients])
+
+
+async def _one_chat(url: str, question: str) -> dict:
+    client = await chat(url, question)
+    await client.socket.disconnect()
+    return {"text": client.text, "deltas": len(client.token_times), "tokens": client.generated_tokens}
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(_one_chat(sys.argv[1], sys.argv[2])), ensure_ascii=False))

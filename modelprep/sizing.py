@@ -1,7 +1,7 @@
 """How much memory a Qwen model needs here: its weights, the KV cache for the chats it serves, and the runtime.
 
 Computed from a model's `config.json` (its shape), never typed by hand: the pre-start check
-(`engine.preflight`) and the README's table (`python -m engine.sizing`) both use `memory_needed`.
+(`modelprep.preflight`) and the table in docs/deployment.md (`python -m modelprep.sizing`) both use `memory_needed`.
 The runtime figure is measured, not derived. Knows nothing of vLLM or the app.
 """
 
@@ -45,7 +45,7 @@ class ModelShape:
         return self.head_dim or self.hidden // self.heads
 
     def linear_rows_and_parameters(self) -> tuple[int, int]:
-        """Output rows and parameters of the linear layers `engine.quantize` makes int8: the decoder's, and the
+        """Output rows and parameters of the linear layers `modelprep.quantization` makes int8: the decoder's, and the
         output head unless it is tied."""
         q, kv = self.heads * self.attention_dim, self.kv_heads * self.attention_dim
         shapes = [(q, self.hidden), (kv, self.hidden), (kv, self.hidden), (self.hidden, q),
@@ -109,7 +109,7 @@ CASES = [(1, 4096), (8, 4096), (1, 32_768), (8, 32_768)]  # (chats, context toke
 
 
 def memory_table() -> str:
-    """The README's table: GiB needed per model and weight format, for 1 and 8 chats at 4k and 32k context."""
+    """The table in docs/deployment.md: GiB needed per model and weight format, for 1 and 8 chats at 4k and 32k context."""
     lines = ["| model | weights | weights GiB | " + " | ".join(f"{chats} chat{'s' * (chats > 1)} × {context // 1024}k"
                                                               for chats, context in CASES) + " |",
              "|---|---|---:|" + "---:|" * len(CASES)]

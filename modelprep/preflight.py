@@ -17,12 +17,12 @@ from safetensors import safe_open
 from vllm.model_executor.models import ModelRegistry
 from vllm.platforms import CpuArchEnum, current_platform
 
-from engine.config import Settings
-from engine.errors import ModelLoadError
-from engine.hardware import cpu_flags, resolve_dtype
-from engine.sizing import GIB, RUNTIME_BYTES, ModelShape, kv_cache_budget, kv_cache_for_chats, memory_needed
+from config.settings import Settings
+from config.errors import ModelLoadError
+from modelprep.hardware import cpu_flags, resolve_dtype
+from modelprep.sizing import GIB, RUNTIME_BYTES, ModelShape, kv_cache_budget, kv_cache_for_chats, memory_needed
 
-_STORED_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
+STORED_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
                  "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 _FLOATS = {"F64", "F32", "F16", "BF16"}
 
@@ -94,7 +94,7 @@ def weight_bytes(folder: Path, dtype: str) -> int:
             for name in tensors.keys():
                 tensor = tensors.get_slice(name)
                 stored = tensor.get_dtype()
-                element = dtype_bytes if stored in _FLOATS else _STORED_BYTES.get(stored, 4)
+                element = dtype_bytes if stored in _FLOATS else STORED_BYTES.get(stored, 4)
                 total += torch.Size(tensor.get_shape()).numel() * element
     return total or sum(file.stat().st_size for file in folder.glob("*.bin"))
 

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from engine.errors import PersonaError
+from config.errors import PersonaError
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,153 @@
+"""`python -m modelprep.quantization SOURCE OUT`: an int8 copy of a Hugging Face model folder that vLLM runs faster on CPU.
+
+Every linear layer of the decoder, and the output head where it is not the embeddings' matrix (an untied
+head, as in Qwen2.5-7B), gets int8 weights, rounded to nearest with one scale per output channel; at run
+time vLLM quantises each token's activations to int8 on the fly and multiplies with oneDNN's int8 kernels.
+The files follow the `compressed-tensors` "int-quantized" layout vLLM loads (`*.weight` int8,
+`*.weight_scale` beside it, a `quantization_config` in `config.json`). A tied head stays 16-bit, with the
+embeddings it shares; embeddings, norms and biases are copied as they are.
+Works shard by shard, so a 7B model needs about one shard of memory. Knows nothing of the app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from tqdm import tqdm
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from config.errors import ModelLoadError, cannot
+from modelprep.cache import MANIFEST
+
+INDEX = "model.safetensors.index.json"
+
+
+def quantization_config(tied_head: bool) -> dict:
+    """vLLM's `quantization_config`: every linear layer, and the output head unless it is tied (vLLM's head is
+    no `Linear`, so it is named)."""
+    return {
+        "quant_method": "compressed-tensors",
+        "format": "int-quantized",
+        "config_groups": {"group_0": {
+            "targets": ["Linear"] + ([] if tied_head else ["re:.*lm_head"]),
+            "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
+            "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token",
+                                  "dynamic": True},
+        }},
+        "ignore": ["lm_head"] if tied_head else [],
+    }
+
+
+def quantize_folder(source: Path, out: Path) -> None:
+    """Write the int8 model of the bf16/fp16/fp32 model folder `source` into the existing folder `out`."""
+    config = _read_config(source)
+    shards = sorted(source.glob("*.safetensors"))
+    if not shards:
+        raise ModelLoadError(f"{source} has no .safetensors weights; this command converts safetensors folders "
+                             "only (as published on ModelScope and Hugging Face).")
+    linear = _linear_weights(source)
+    scales = {}
+    with tqdm(total=sum(path.stat().st_size for path in shards), unit="B", unit_scale=True,
+              desc="Quantising to int8") as bar:
+        for shard in shards:
+            tensors = {}
+            with safe_open(shard, framework="pt") as weights:
+                for name in weights.keys():
+                    tensor = weights.get_tensor(name)
+                    if name in linear:
+                        if not tensor.is_floating_point():
+                            raise ModelLoadError(f"{name} in {shard.name} holds {tensor.dtype} weights; only "
+                                                 "16- or 32-bit floating-point models can be quantised.")
+                        tensors[name], tensors[name + "_scale"] = quantize_weight(tensor)
+                        scales[name + "_scale"] = shard.name
+                    else:
+                        tensors[name] = tensor
+                    bar.update(tensor.numel() * tensor.element_size())
+            save_file(tensors, out / shard.name, metadata={"format": "pt"})
+    if scales.keys() != {name + "_scale" for name in linear}:
+        raise ModelLoadError(f"{source} lacks weights of {len(linear) - len(scales)} linear layers; "
+                             "the folder is incomplete.")
+    if (source / INDEX).is_file():
+        index = json.loads((source / INDEX).read_text())
+        index["weight_map"].update(scales)
+        (out / INDEX).write_text(json.dumps(index, indent=2))
+    config["quantization_config"] = quantization_config(bool(config.get("tie_word_embeddings")))
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    for path in source.iterdir():  # tokenizer, template, generation config, licence, ...
+        if path.is_file() and path.suffix != ".safetensors" and path.name not in (INDEX, "config.json", MANIFEST):
+            shutil.copy2(path, out / path.name)
+
+
+def weight_format(folder: Path) -> str:
+    """"int8" for a folder this command wrote (or any int8 compressed-tensors model), else the config's dtype."""
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return "unknown"
+    groups = config.get("quantization_config", {}).get("config_groups", {})
+    if any(group.get("weights", {}).get("num_bits") == 8 for group in groups.values()):
+        return "int8"
+    return str(config.get("dtype") or config.get("torch_dtype") or "unknown")
+
+
+def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8 per output channel, round to nearest: `weight ≈ int8 * scale`, scale shaped (rows, 1).
+
+    The scale is stored in the weight's dtype, as vLLM loads it; the weights are rounded against that stored
+    scale (rounded up, so the largest weight of a row still fits in ±127), so every weight is within half
+    a step of its original.
+    """
+    full = weight.float()
+    exact = full.abs().amax(dim=1, keepdim=True).clamp(min=1e-8) / 127
+    stored = exact.to(weight.dtype)
+    stored = torch.where(stored.float() < exact, torch.nextafter(stored, torch.full_like(stored, torch.inf)), stored)
+    return torch.round(full / stored.float()).clamp(-127, 127).to(torch.int8), stored
+
+
+def _read_config(source: Path) -> dict:
+    try:
+        config = json.loads((source / "config.json").read_text())
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"{source} has no readable config.json ({error}); point at a model folder.") from None
+    method = config.get("quantization_config", {}).get("quant_method")
+    if method:
+        raise ModelLoadError(f"{source} is already quantised ({method}); quantise its 16-bit original instead.")
+    return config
+
+
+def _linear_weights(source: Path) -> set[str]:
+    """Names of the `.weight` tensors of the linear layers to quantise, from the model's own module tree: the
+    decoder's, and the output head unless it is tied to the embeddings."""
+    config = AutoConfig.from_pretrained(source)
+    with torch.device("meta"):
+        skeleton = AutoModelForCausalLM.from_config(config)
+    return {f"{name}.weight" for name, module in skeleton.named_modules()
+            if isinstance(module, torch.nn.Linear) and (name != "lm_head" or not config.tie_word_embeddings)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m modelprep.quantization", description=__doc__.splitlines()[0])
+    parser.add_argument("source", type=Path, help="model folder in bf16, fp16 or fp32 (safetensors)")
+    parser.add_argument("out", type=Path, help="new folder for the int8 model (must not exist)")
+    arguments = parser.parse_args(argv)
+    if arguments.out.exists():
+        return cannot("quantise", f"{arguments.out} already exists; name a new folder.")
+    arguments.out.mkdir(parents=True)
+    try:
+        quantize_folder(arguments.source, arguments.out)
+    except ModelLoadError as error:
+        shutil.rmtree(arguments.out)
+        return cannot("quantise", error)
+    print(f"==> int8 model written to {arguments.out}; set CHAT_MODEL={arguments.out} to use it")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
