@@ -93,44 +93,39 @@ class Settings:
     engine_api_key: str = setting("", "the servers' `--api-key`, sent as a bearer token")
 
     def __post_init__(self) -> None:
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"CHAT_DTYPE={self.dtype!r} is not one of {', '.join(DTYPES)}.")
-        if self.weights not in WEIGHTS:
-            raise ConfigError(f"CHAT_WEIGHTS={self.weights!r} is not one of {', '.join(WEIGHTS)}.")
-        if self.max_model_len < 256:
-            raise ConfigError(f"CHAT_MAX_MODEL_LEN={self.max_model_len} is too small; use at least 256.")
-        if self.kv_cache_gib < 0:
-            raise ConfigError(f"CHAT_KV_CACHE_GIB={self.kv_cache_gib} must be 0 (sized automatically) or more.")
-        if self.threads < 0:
-            raise ConfigError(f"CHAT_THREADS={self.threads} must be 0 (automatic) or a number of cores.")
-        if self.reserved_cpus < 0:
-            raise ConfigError(f"CHAT_RESERVED_CPUS={self.reserved_cpus} must be 0 or a number of cores.")
-        if self.batch_tokens < max(64, self.max_concurrent_replies):
-            raise ConfigError(f"CHAT_BATCH_TOKENS={self.batch_tokens} must be at least 64 and at least "
-                              f"CHAT_MAX_CONCURRENT_REPLIES={self.max_concurrent_replies}.")
-        if not 0 <= self.engine_nice <= 19:
-            raise ConfigError(f"CHAT_ENGINE_NICE={self.engine_nice} must be between 0 and 19.")
-        if not 0.0 <= self.temperature <= 2.0:
-            raise ConfigError(f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2.")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ConfigError(f"CHAT_TOP_P={self.top_p} must be above 0 and at most 1.")
-        if self.max_concurrent_replies < 1:
-            raise ConfigError(f"CHAT_MAX_CONCURRENT_REPLIES={self.max_concurrent_replies} must be at least 1.")
-        if self.min_available_gib < 0:
-            raise ConfigError(f"CHAT_MIN_AVAILABLE_GIB={self.min_available_gib} must be 0 (off) or more.")
-        if self.top_k < 0:
-            raise ConfigError(f"CHAT_TOP_K={self.top_k} must be 0 (off) or a number of tokens.")
-        if not 1.0 <= self.repetition_penalty <= 2.0:
-            raise ConfigError(f"CHAT_REPETITION_PENALTY={self.repetition_penalty} must be between 1 (off) and 2.")
-        if not 0 <= self.stream_update_seconds <= 2 or not 0.1 <= self.sidebar_update_seconds <= 10:
-            raise ConfigError("CHAT_STREAM_UPDATE_SECONDS must be between 0 and 2 and CHAT_SIDEBAR_UPDATE_SECONDS "
-                              "between 0.1 and 10 (seconds).")
-        if not 1 <= self.port <= 65535:
-            raise ConfigError(f"CHAT_PORT={self.port} must be between 1 and 65535.")
-        if self.history_days < 0:
-            raise ConfigError(f"CHAT_HISTORY_DAYS={self.history_days} must be 0 (keep everything) or a number of days.")
-        if self.login_max_failures < 1 or self.login_lockout_seconds < 1:
-            raise ConfigError("CHAT_LOGIN_MAX_FAILURES and CHAT_LOGIN_LOCKOUT_SECONDS must be at least 1.")
+        for wrong, problem in (  # each setting's range, and what to write instead
+            (self.dtype not in DTYPES, f"CHAT_DTYPE={self.dtype!r} is not one of {', '.join(DTYPES)}."),
+            (self.weights not in WEIGHTS, f"CHAT_WEIGHTS={self.weights!r} is not one of {', '.join(WEIGHTS)}."),
+            (self.max_model_len < 256, f"CHAT_MAX_MODEL_LEN={self.max_model_len} is too small; use at least 256."),
+            (self.kv_cache_gib < 0, f"CHAT_KV_CACHE_GIB={self.kv_cache_gib} must be 0 (sized automatically) or more."),
+            (self.threads < 0, f"CHAT_THREADS={self.threads} must be 0 (automatic) or a number of cores."),
+            (self.reserved_cpus < 0, f"CHAT_RESERVED_CPUS={self.reserved_cpus} must be 0 or a number of cores."),
+            (self.batch_tokens < max(64, self.max_concurrent_replies),
+             f"CHAT_BATCH_TOKENS={self.batch_tokens} must be at least 64 and at least "
+             f"CHAT_MAX_CONCURRENT_REPLIES={self.max_concurrent_replies}."),
+            (not 0 <= self.engine_nice <= 19, f"CHAT_ENGINE_NICE={self.engine_nice} must be between 0 and 19."),
+            (not 0.0 <= self.temperature <= 2.0, f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2."),
+            (not 0.0 < self.top_p <= 1.0, f"CHAT_TOP_P={self.top_p} must be above 0 and at most 1."),
+            (self.max_concurrent_replies < 1,
+             f"CHAT_MAX_CONCURRENT_REPLIES={self.max_concurrent_replies} must be at least 1."),
+            (self.min_available_gib < 0, f"CHAT_MIN_AVAILABLE_GIB={self.min_available_gib} must be 0 (off) or more."),
+            (self.top_k < 0, f"CHAT_TOP_K={self.top_k} must be 0 (off) or a number of tokens."),
+            (not 1.0 <= self.repetition_penalty <= 2.0,
+             f"CHAT_REPETITION_PENALTY={self.repetition_penalty} must be between 1 (off) and 2."),
+            (not 0 <= self.stream_update_seconds <= 2 or not 0.1 <= self.sidebar_update_seconds <= 10,
+             "CHAT_STREAM_UPDATE_SECONDS must be between 0 and 2 and CHAT_SIDEBAR_UPDATE_SECONDS between 0.1 and 10 "
+             "(seconds)."),
+            (not 1 <= self.port <= 65535, f"CHAT_PORT={self.port} must be between 1 and 65535."),
+            (self.history_days < 0,
+             f"CHAT_HISTORY_DAYS={self.history_days} must be 0 (keep everything) or a number of days."),
+            (self.login_max_failures < 1 or self.login_lockout_seconds < 1,
+             "CHAT_LOGIN_MAX_FAILURES and CHAT_LOGIN_LOCKOUT_SECONDS must be at least 1."),
+            (not 1 <= self.max_new_tokens < self.max_model_len,
+             f"CHAT_MAX_NEW_TOKENS={self.max_new_tokens} must be at least 1 and below "
+             f"CHAT_MAX_MODEL_LEN={self.max_model_len}."),
+        ):
+            if wrong:
+                raise ConfigError(problem)
         for origin in self.allowed_origins:
             if not re.fullmatch(r"https?://[^/\s]+", origin):
                 raise ConfigError(f"CHAT_ALLOWED_ORIGINS: {origin!r} is not an origin; write it as the browser "
@@ -139,12 +134,6 @@ class Settings:
             if not re.fullmatch(r"https?://[^/\s]+(/\S*)?/v1", url):
                 raise ConfigError(f"CHAT_ENGINE_URLS: {url!r} is not the base URL of a vLLM server's OpenAI API; "
                                   "write it as http://HOST:PORT/v1.")
-        if not 1 <= self.max_new_tokens < self.max_model_len:
-            raise ConfigError(
-                f"CHAT_MAX_NEW_TOKENS={self.max_new_tokens} must be at least 1 and below "
-                f"CHAT_MAX_MODEL_LEN={self.max_model_len}."
-            )
-
 
     @property
     def database(self) -> Path:
