@@ -101,7 +101,7 @@ def _check_auth(auth: Any) -> str | None:
         raise Refused("no auth object")
     if not isinstance(auth.get("sessionId"), str) or not 0 < len(auth["sessionId"]) <= 100:
         raise Refused("no session id")
-    if auth.get("clientType") not in CLIENT_TYPES:
+    if not isinstance(auth.get("clientType"), str) or auth["clientType"] not in CLIENT_TYPES:  # a list is unhashable
         raise Refused(f"unknown client type {str(auth.get('clientType'))[:40]!r}")
     for key in ("chatProfile", "userEnv"):
         if not isinstance(auth.get(key), (str, type(None))) or len(auth.get(key) or "") > 10_000:
