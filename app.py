@@ -31,7 +31,7 @@ from engine.service import (current_engine, is_ready, prepare, restarts, shutdow
                             wait_for_engine)
 from engine.thinking import has_switch as has_thinking_switch
 from engine.service import state as engine_state
-from history.conversation import REPLY, Conversation
+from history.conversation import REPLY, SOURCES, Conversation
 from history.records import forget_idle
 from history.schema import open_database
 from history.store import ChatStore
@@ -40,6 +40,10 @@ from ui.dashboard import Dashboard, footer, footer_figures
 from ui.thought import Thought
 from ui.token_view import WEIGH_PROMPT, prompt_view, token_view, weighed_prompt
 from ui.language import chinese_first
+from ui import sources
+from retrieval.grounding import RULES, drawn_on, grounded
+from retrieval.index import Found
+from retrieval.knowledge import KnowledgeBase
 from ui.offline import serve_page_offline
 from web import telemetry
 from web.auth import Logins
@@ -59,6 +63,8 @@ try:
     LOGINS = Logins(SETTINGS.users_file, SETTINGS.state_dir, SETTINGS.login_max_failures,
                     SETTINGS.login_lockout_seconds) if SETTINGS.users_file else None
     open_database(SETTINGS.database)
+    KNOWLEDGE = KnowledgeBase(SETTINGS.knowledge_index, SETTINGS.knowledge_folder,
+                              {name: persona.knowledge for name, persona in PERSONAS.items()})
 except ChatError as error:
     sys.exit(cannot("start", error))
 make_private(SETTINGS.state_dir, [path for path in (SETTINGS.users_file, SETTINGS.database, Path(".env")) if path])
@@ -99,6 +105,7 @@ def conversations_store() -> ChatStore:
 @cl.on_app_startup
 async def load_engine_in_background() -> None:
     start_engine(SETTINGS, MODEL)
+    KNOWLEDGE.start()
     if SETTINGS.history_days:
         asyncio.create_task(forget_idle_conversations())
 
@@ -144,6 +151,7 @@ async def resume_chat(thread: dict) -> None:
     # Chainlit sends the stored thread to the page after this handler, and the page then starts afresh:
     # the sidebar follows in a task of its own, after that.
     await open_conversation(Conversation.from_steps(thread["steps"]), options, sidebar_later=True)
+    asyncio.create_task(sources.show_again(thread["steps"]))
 
 
 async def open_conversation(conversation: Conversation, options: dict, sidebar_later: bool = False) -> None:
@@ -155,6 +163,7 @@ async def open_conversation(conversation: Conversation, options: dict, sidebar_l
         await engine_with_notice()
     except ChatError:
         return
+    await knowledge_with_notice()
     if sidebar_later:
         asyncio.create_task(show_dashboard())
     else:
@@ -185,6 +194,24 @@ async def engine_with_notice() -> ChatEngine:
     notice.content = f"✅ 模型已就绪：{engine.model_name}  The model is ready."
     await notice.update()
     return engine
+
+
+async def knowledge_with_notice() -> None:
+    """While the documents present at start are indexed, a notice in the chat says how far it is."""
+    if KNOWLEDGE.ready.is_set():
+        return
+    def indexing() -> str:
+        done, total = KNOWLEDGE.progress.done, KNOWLEDGE.progress.total
+        return f"📚 正在为资料建立索引：{done}/{total} 个文件…  Indexing the documents: {done} of {total} files…"
+
+    notice = cl.Message(content=indexing())
+    await notice.send()
+    while not KNOWLEDGE.ready.is_set():
+        await asyncio.sleep(1)
+        notice.content = indexing()
+        await notice.update()
+    notice.content = "✅ 资料已就绪。 The documents are ready."
+    await notice.update()
 
 
 @cl.on_chat_end
@@ -230,6 +257,7 @@ async def answer(message: cl.Message) -> None:
         return
     try:
         engine = await engine_with_notice()
+        await knowledge_with_notice()
         GUARD.check()
     except MemoryLowError as error:
         await cl.ErrorMessage(content=str(error)).send()
@@ -246,7 +274,14 @@ async def answer(message: cl.Message) -> None:
     await remember_options()
     options = cl.user_session.get("options")
     sampling = chat_options.sampling(SETTINGS, options)
-    async with aclosing(engine.reply(current_persona().system_prompt, conversation.messages(), sampling)) as events:
+    persona, history, found = current_persona(), conversation.messages(), []
+    system_prompt = persona.system_prompt
+    if options["knowledge"] and KNOWLEDGE.in_use(persona.name):
+        system_prompt += RULES  # the same for every reply: the system prompt's prefix stays cached
+        # A third of the context for passages: a Chinese character takes about one token or less.
+        found = await asyncio.to_thread(KNOWLEDGE.search, persona.name, history, SETTINGS.max_model_len // 3)
+        history = grounded(history, found)
+    async with aclosing(engine.reply(system_prompt, history, sampling)) as events:
         prompt = await anext(events)
         if isinstance(prompt, Refused):
             conversation.rewind(message.id)
@@ -256,12 +291,12 @@ async def answer(message: cl.Message) -> None:
         if STORE.keep_step(message.id):  # refused before, and now edited to fit
             await message.update()
         if options["teaching"]:
-            await show_prompt(prompt, sampling)
+            await show_prompt(prompt, sampling, found if options["knowledge"] else None)
         notice = QueueNotice()
         try:
             async with GATE.turn(notice.show):
                 await notice.remove()
-                await stream_answer(engine, prompt, events, sampling, conversation)
+                await stream_answer(engine, prompt, events, sampling, conversation, found)
         finally:
             await notice.remove()  # also when stopped, or the tab closed, while waiting
     await tell_if_unsaved()
@@ -301,9 +336,9 @@ class QueueNotice:
 
 
 async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent],
-                        sampling: Sampling, conversation: Conversation) -> None:
+                        sampling: Sampling, conversation: Conversation, found: list[Found]) -> None:
     """Stream one reply into a new message, its thinking (if the model thinks) into a step above it; keep what
-    was said (also when stopped) in the conversation, and never the thinking."""
+    was said (also when stopped) in the conversation, and never the thinking; name the passages it drew on."""
     reply = cl.Message(content="", metadata={REPLY: {}})
     thought = Thought(parent_id=reply.parent_id)  # beside the reply, in the same run
     probabilities: list[TokenProbability] = []  # with the teaching view on
@@ -356,13 +391,18 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: Asyn
             conversation.answer(reply.id, reply.content)
             reply.elements = [footer(stats), *([token_view(probabilities, sampling)] if probabilities else [])]
             reply.metadata[REPLY] = footer_figures(stats)  # stored with it: elements are not
+            if used := drawn_on(found, reply.content, conversation.turns[-2].content):
+                reply.content += sources.sources_line(used)
+                reply.elements += sources.elements(sources.stored(used))
+                reply.metadata[REPLY][SOURCES] = sources.stored(used)
             await reply.update()
         if dashboard:
             await dashboard.refresh(engine)
 
 
-async def show_prompt(prompt: RenderedPrompt, sampling: Sampling) -> None:
-    """The teaching view: the exact text the chat template produced, special tokens included."""
+async def show_prompt(prompt: RenderedPrompt, sampling: Sampling, found: list[Found] | None) -> None:
+    """The teaching view: the passages retrieved (with the knowledge base on) and the exact text the chat template
+    produced, special tokens included."""
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", prompt.text)), default=0))
     view = prompt_view(prompt) if prompt.pieces else None
     if view:  # its button asks for the prompt's probabilities (`weigh_prompt`)
@@ -372,7 +412,8 @@ async def show_prompt(prompt: RenderedPrompt, sampling: Sampling) -> None:
         step.output = (
             f"**{len(prompt.token_ids)} tokens** · temperature {sampling.temperature} · top_p {sampling.top_p} · "
             f"top_k {sampling.top_k} · repetition_penalty {sampling.repetition_penalty} · "
-            f"max_new_tokens {sampling.max_new_tokens}\n\n{fence}text\n{prompt.text}\n{fence}"
+            f"max_new_tokens {sampling.max_new_tokens}\n\n"
+            f"{'' if found is None else sources.passages_table(found, prompt.text)}{fence}text\n{prompt.text}\n{fence}"
         )
 
 

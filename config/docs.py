@@ -17,7 +17,7 @@ from config.settings import CACHE_ROOT, DATA_ROOT, PROJECT_ROOT, Settings
 ENV_EXAMPLE = PROJECT_ROOT / ".env.example"
 # The settings a newcomer meets first, in the README; docs/settings.md has them all.
 MAIN = ("model", "weights", "max_model_len", "max_concurrent_replies", "persona", "host", "port", "state_dir",
-        "users_file", "engine_urls")
+        "knowledge_dir", "users_file", "engine_urls")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 A persona's name is its file name without `.toml`. Adding a persona is adding a file; unknown or missing
 keys are an error that names the file. `[[starters]]` tables (a `label` and the `message` it sends) are
-optional: the suggestions an empty chat offers. This module knows nothing of the model or the UI.
+optional: the suggestions an empty chat offers. `knowledge` (optional) lists folders of documents this persona
+answers from besides the operators' one, relative to the project folder. This module knows nothing of the model or the UI.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from config.errors import PersonaError
+from config.settings import PROJECT_ROOT
 
 
 @dataclass(frozen=True)
@@ -27,9 +29,10 @@ class Persona:
     description: str
     system_prompt: str
     starters: tuple[Starter, ...] = ()
+    knowledge: tuple[Path, ...] = ()
 
 
-_KEYS = {field.name for field in fields(Persona)} - {"name", "starters"}
+_KEYS = {field.name for field in fields(Persona)} - {"name", "starters", "knowledge"}
 
 
 def _load_persona(path: Path) -> Persona:
@@ -38,6 +41,7 @@ def _load_persona(path: Path) -> Persona:
     except tomllib.TOMLDecodeError as error:
         raise PersonaError(f"{path} is not valid TOML: {error}. Fix the file and restart.") from None
     starters = data.pop("starters", [])
+    knowledge = data.pop("knowledge", [])
     unknown = sorted(set(data) - _KEYS)
     missing = sorted(_KEYS - set(data))
     if unknown or missing:
@@ -52,8 +56,11 @@ def _load_persona(path: Path) -> Persona:
             isinstance(starter, dict) and set(starter) == {"label", "message"}
             and all(isinstance(value, str) and value.strip() for value in starter.values()) for starter in starters):
         raise PersonaError(f"{path}: each [[starters]] entry needs exactly a non-empty label and message.")
+    if not isinstance(knowledge, list) or not all(isinstance(folder, str) and folder.strip() for folder in knowledge):
+        raise PersonaError(f'{path}: knowledge must be a list of folder names, e.g. knowledge = ["knowledge"].')
     return Persona(name=path.stem, **{key: data[key].strip() for key in _KEYS},
-                   starters=tuple(Starter(starter["label"].strip(), starter["message"].strip()) for starter in starters))
+                   starters=tuple(Starter(starter["label"].strip(), starter["message"].strip()) for starter in starters),
+                   knowledge=tuple(PROJECT_ROOT / folder.strip() for folder in knowledge))
 
 
 def load_personas(folder: Path, default: str) -> list[Persona]:

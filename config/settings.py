@@ -75,6 +75,9 @@ class Settings:
     port: int = setting(8000, "port to listen on")
     state_dir: Path = setting(DATA_ROOT / "qwen-cpu-chat", "the app's state: session secret (`auth_secret`), default "
                                                           "users file, the conversations (`chat.db`); back it up")
+    knowledge_dir: Path | None = setting(None, "operators' documents (Markdown, text, HTML, PDF, DOCX) every persona "
+                                               "answers from, citing them; indexed at start and kept in step; empty = "
+                                               "`knowledge` in `CHAT_STATE_DIR`")
     users_file: Path | None = setting(None, "set = logins on, with the users in this file (`python -m web.accounts`); "
                                             "empty = no logins")
     login_max_failures: int = setting(5, "wrong passwords (per user name or per address, within 15 minutes) that lock "
@@ -138,6 +141,14 @@ class Settings:
     @property
     def database(self) -> Path:
         return self.db or self.state_dir / "chat.db"
+
+    @property
+    def knowledge_folder(self) -> Path:
+        return self.knowledge_dir or self.state_dir / "knowledge"
+
+    @property
+    def knowledge_index(self) -> Path:
+        return self.state_dir / "knowledge.db"
 
 
 def _yes_no(text: str) -> bool:

@@ -4,8 +4,8 @@ Each chat is a Socket.IO client speaking Chainlit's browser protocol (connect, `
 `client_message`), so what it sees includes the web server, the chat handlers, the live sidebar and the socket,
 without a browser's rendering on the same cores. Times are taken when the `stream_token` events arrive; token
 counts are the ones the app reports under each reply (its footer element). `python -m harness.visitor URL
-QUESTION` runs one chat and prints the reply's streamed text, its number of deltas and the token count the app
-reported, as JSON (for a visitor where a browser cannot go: inside a network namespace without network).
+QUESTION` runs one chat and prints the reply's streamed text, its number of deltas, the token count the app
+reported and the reply as the app left it (with its sources), as JSON (for a visitor where a browser cannot go: inside a network namespace without network).
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ from harness.figures import Reply, summarise
 class ChatClient:
     """One visitor's chat: a Chainlit session over Socket.IO."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None = None, thread_id: str | None = None) -> None:
+    def __init__(self, url: str, headers: dict[str, str] | None = None, thread_id: str | None = None,
+                 profile: str | None = None) -> None:
         self.url = url
         self.headers = headers or {}  # e.g. a login cookie, or an Origin
         self.thread_id = thread_id  # a stored conversation to resume
+        self.profile = profile  # a persona (chat profile) other than the default
         self.socket = socketio.AsyncClient()
         self.token_times: list[float] = []
         self.text = ""  # the streamed reply
@@ -50,6 +52,9 @@ class ChatClient:
             self._chat_start_seen = True
         elif event == "new_message":
             self.messages.append(data)
+        elif event == "resume_thread":  # a stored conversation was opened again: no chat start follows
+            self._chat_start_seen = True
+            self.started.set()
         elif event == "task_end" and self._chat_start_seen:
             self.started.set()
             if self.generated_tokens is not None:  # the reply's task is over: the page takes a question again
@@ -61,6 +66,8 @@ class ChatClient:
         auth = {"sessionId": str(uuid.uuid4()), "clientType": "webapp"}
         if self.thread_id:
             auth["threadId"] = self.thread_id
+        if self.profile:
+            auth["chatProfile"] = self.profile
         await self.socket.connect(self.url, socketio_path="/ws/socket.io", transports=["websocket"],
                                   headers=dict(self.headers), auth=auth)
         await self.socket.emit("connection_successful")
@@ -80,6 +87,17 @@ class ChatClient:
         await asyncio.wait_for(self.done.wait(), timeout)
         return self.text
 
+    def replies(self) -> list[str]:
+        """Each reply's text as the app last sent it (a grounded one ends with its sources), oldest first."""
+        last = {}
+        for event, data in self.events:
+            if event in ("new_message", "update_message") and "reply" in (data.get("metadata") or {}):
+                last[data["id"]] = data["output"]
+        return list(last.values())
+
+    def elements(self) -> list[dict]:
+        return [data for event, data in self.events if event == "element"]
+
     def errors(self) -> list[str]:
         return [data["output"] for event, data in self.events if event == "new_message" and data.get("isError")]
 
@@ -87,9 +105,10 @@ class ChatClient:
         return any(event == "new_message" and re.search(pattern, data.get("output", "")) for event, data in self.events)
 
 
-async def visit(url: str, headers: dict[str, str] | None = None, thread_id: str | None = None) -> ChatClient:
+async def visit(url: str, headers: dict[str, str] | None = None, thread_id: str | None = None,
+                profile: str | None = None) -> ChatClient:
     """A visitor whose chat has started."""
-    client = ChatClient(url, headers, thread_id)
+    client = ChatClient(url, headers, thread_id, profile)
     await client.connect()
     return client
 
@@ -124,7 +143,8 @@ async def serve(url: str, questions: list[str], timeout: float = 600) -> dict:
 async def _one_chat(url: str, question: str) -> dict:
     client = await chat(url, question)
     await client.socket.disconnect()
-    return {"text": client.text, "deltas": len(client.token_times), "tokens": client.generated_tokens}
+    return {"text": client.text, "deltas": len(client.token_times), "tokens": client.generated_tokens,
+            "reply": client.replies()[-1]}
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ A question asked again under an id already in the conversation is an edit: every
 question on is dropped first, as the page drops it. Beyond `MAX_TURNS` the oldest turns are forgotten: the
 prompt holds only what fits the model's context, and a chat that runs for days must not grow without end. `from_steps` rebuilds a conversation from the steps
 a thread stored: user messages and the app's replies (marked with `REPLY` in their metadata) only, never
-notices, errors, the teaching step or Chainlit's "Task manually stopped." line. Plain data; knows
+notices, errors, the teaching step or Chainlit's "Task manually stopped." line, nor a reply's sources line. Plain data; knows
 nothing of Chainlit or the model.
 """
 
@@ -17,6 +17,8 @@ from typing import Literal
 from engine.prompt import Message
 
 REPLY = "reply"  # the metadata key that marks a message as one of the assistant's replies
+SOURCES = "sources"  # in a reply's REPLY metadata: the passages it drew on
+SOURCES_MARK = "\n\n📚 来源 Sources："  # a reply's text ends with this line when it has sources
 MAX_TURNS = 400  # questions and replies kept for the model; far more than any context here holds
 
 
@@ -60,6 +62,8 @@ class Conversation:
         for step in sorted(steps, key=lambda step: step.get("createdAt") or ""):
             if step.get("type") == "user_message":
                 turns.append(Turn(step["id"], "user", step.get("output") or ""))
-            elif step.get("type") == "assistant_message" and REPLY in (step.get("metadata") or {}):
-                turns.append(Turn(step["id"], "assistant", step.get("output") or ""))
+            elif step.get("type") == "assistant_message" and REPLY in (metadata := step.get("metadata") or {}):
+                text = step.get("output") or ""  # what the model said, without its sources line
+                turns.append(Turn(step["id"], "assistant",
+                                  text.rsplit(SOURCES_MARK, 1)[0] if metadata[REPLY].get(SOURCES) else text))
         return cls(turns[-MAX_TURNS:])

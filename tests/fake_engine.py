@@ -7,6 +7,8 @@ engine does. The reply is a script, not a model's:
 - then words `w1 w2 ...` up to the reply budget, one every `TOKEN_SECONDS` whether or not the app keeps up
   (the words due since the app last asked arrive as one delta, as the real engine's do);
 - a question containing `[fail]` ends after three words with the engine-fault error a dead engine gives;
+- a question containing `[quote]` is answered with the newest message as the engine got it (with whatever the
+  app put around the question), a few characters per token;
 - with `Sampling.thinking` on, its first `THINKING_WORDS` words are thinking (`t1 t2 ...`), as a thinking
   model's are, and the answer follows.
 Its statistics are measured like the real engine's: times of its own tokens, counted.
@@ -30,6 +32,7 @@ from engine.prompt import Message, RenderedPrompt, render_prompt
 log = logging.getLogger(__name__)
 TOKEN_SECONDS = 0.02
 FAIL = "[fail]"
+QUOTE = "[quote]"
 THINKING_WORDS = 25  # half a second: time to press stop while it thinks
 
 
@@ -66,8 +69,10 @@ class FakeEngine:
             return
         yield prompt
         thinking = [f"t{index} " for index in range(1, THINKING_WORDS + 1)] if sampling.thinking else []
-        words = [*thinking, f"[{len(history)} messages]",
-                 *(f" w{index}" for index in range(1, sampling.max_new_tokens - len(thinking)))]
+        newest = history[-1]["content"]
+        said = ([newest[start:start + 4] for start in range(0, len(newest), 4)] if QUOTE in newest else
+                [f" w{index}" for index in range(1, sampling.max_new_tokens - len(thinking))])
+        words = [*thinking, f"[{len(history)} messages]", *said[:sampling.max_new_tokens - len(thinking) - 1]]
         last = 3 if FAIL in history[-1]["content"] else len(words)  # words said before the scripted fault
         started = time.perf_counter()
         stats = ReplyStats(prompt_tokens=len(prompt.token_ids), started=started)

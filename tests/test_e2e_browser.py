@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import time
 
@@ -18,7 +19,9 @@ import pytest
 
 from modelprep.hardware import fast_int8, resolve_dtype
 from harness.browser import REPLY, ask_and_wait, open_chat, send, set_option, set_slider, socket_events, wait_until
-from tests.conftest import ARTIFACTS, RunningApp, smaps_rollup_pss
+from config.personas import load_personas
+from history.conversation import SOURCES_MARK
+from tests.conftest import ARTIFACTS, ROOT, RunningApp, smaps_rollup_pss
 
 pytestmark = pytest.mark.e2e
 
@@ -130,10 +133,17 @@ def test_two_sessions_share_one_engine(browser, app):
         page.close()
 
 
+OPERATORS = ARTIFACTS / "operators"  # the demo app's CHAT_KNOWLEDGE_DIR: the sample visitor handbook
+
+
 @pytest.fixture(scope="module")
 def demo_app(demo_model_dir):
-    """The app on the bundled 0.5B demo model, named as a user names it; greedy for a fixed answer."""
-    running = RunningApp("demo-0.5b", ARTIFACTS / "app-demo.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="200")
+    """The app on the bundled 0.5B demo model, named as a user names it; greedy for a fixed answer; an operator's
+    handbook in its knowledge folder."""
+    OPERATORS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "bench" / "samples" / "访客手册.md", OPERATORS)
+    running = RunningApp("demo-0.5b", ARTIFACTS / "app-demo.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="200",
+                         CHAT_KNOWLEDGE_DIR=str(OPERATORS))
     running.wait_until_ready()
     yield running
     running.stop()
@@ -152,6 +162,35 @@ def test_demo_model_answers_the_tour_guide_in_chinese(browser, demo_app):
     assert len(re.findall(r"[\u4e00-\u9fff]", text.replace(question, ""))) >= 30, text
     assert not re.search(r"<\|[a-z_]+\|>", text), text
     page.screenshot(path=str(ARTIFACTS / "demo-chat.png"))
+    page.close()
+
+
+SIGHTS = ("陈家祠", "沙面", "上下九", "花城广场", "广州塔", "越秀公园", "北京路", "珠江", "中山纪念堂", "永庆坊", "白云山")
+
+
+def test_the_tour_guide_plans_a_day_through_real_places_and_answers_from_the_handbook_naming_both(browser, demo_app):
+    """The first starter, clicked, gets a route through sights of the guide in `knowledge/`; each source's name opens
+    its passage; a question on the operator's handbook is answered from it, named too."""
+    starter = load_personas(ROOT / "prompts", "tour_guide")[0].starters[0]
+    page = open_chat(browser, demo_app)
+    page.get_by_text(starter.label).click()
+    page.wait_for_selector(REPLY, timeout=30_000)
+    page.wait_for_selector("#chat-submit", timeout=120_000)
+    page.wait_for_selector(f"{REPLY} >> text=来源 Sources", timeout=10_000)
+    text = page.locator(REPLY).last.inner_text()
+    assert len([sight for sight in SIGHTS if sight in text]) >= 3, text
+    link = page.locator(f"{REPLY} a.element-link").first
+    document = link.inner_text().split(" · ")[0]
+    assert (ROOT / "knowledge" / f"{document}.md").is_file()
+    title = (ROOT / "knowledge" / f"{document}.md").read_text(encoding="utf-8").splitlines()[0].removeprefix("# ")
+    link.click()
+    page.wait_for_selector(f"text=《{title}》", timeout=10_000)
+    page.screenshot(path=str(ARTIFACTS / "sources.png"))
+
+    ask_and_wait(page, "访客停车场在哪里？怎么收费？")
+    assert wait_until(lambda: "来源 Sources" in page.locator(REPLY).nth(1).inner_text(), 30)
+    reply = page.locator(REPLY).nth(1).inner_text()
+    assert re.search(r"D\s*栋", reply) and "访客手册" in reply.split("来源 Sources")[1], reply
     page.close()
 
 
@@ -180,11 +219,12 @@ new MutationObserver(() => window.statHistory.push({READ_STATS}))
 """
 
 
-def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, demo_model_dir):
+def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, demo_model_dir, tmp_path):
     from transformers import AutoTokenizer
 
-    from config.personas import load_personas
-    from tests.conftest import ROOT
+    from retrieval.grounding import RULES, grounded
+    from retrieval.knowledge import KnowledgeBase
+
 
     page = open_chat(browser, demo_app, RECORD_STATS)
     page.set_viewport_size({"width": 1400, "height": 900})  # the README's screenshot
@@ -205,20 +245,23 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     assert final["weights"] == ("int8" if fast_int8() else resolve_dtype("auto"))
     assert final["dtype"] == resolve_dtype("auto")
 
-    # Token counts: the engine's, as logged; the reply's raw text re-tokenised (+1 for the end-of-turn token the
+    # Token counts: the engine's, as logged; the reply's raw text (without its sources line) re-tokenised (+1 for the end-of-turn token the
     # model generated and the text does not show) gives as many, or a few fewer where the model wrote a word in
     # more pieces than the tokenizer would (a greedy reply can); the prompt rendered again, exactly.
     tokenizer = AutoTokenizer.from_pretrained(demo_model_dir)
     reply_text = [step["output"] for _, step in socket_events(page, "update_message")
-                  if step["type"] == "assistant_message" and step["output"]][-1]
+                  if step["type"] == "assistant_message" and step["output"]][-1].split(SOURCES_MARK)[0]
     finished_by_stop = demo_app.reply_stats()[-1].split(", ")[-2] == "stop"
     generated = int(final["generated_tokens"])
     assert generated == int(re.search(r"(\d+) generated", demo_app.reply_stats()[-1]).group(1))
     assert 0 <= generated - finished_by_stop - len(tokenizer.encode(reply_text)) <= 3
     persona = load_personas(ROOT / "prompts", "tour_guide")[0]
-    prompt = tokenizer.apply_chat_template([{"role": "system", "content": persona.system_prompt},
-                                            {"role": "user", "content": question}], add_generation_prompt=True,
-                                           return_dict=False)
+    knowledge = KnowledgeBase(tmp_path / "knowledge.db", OPERATORS, {"tour_guide": persona.knowledge})
+    knowledge.sync_all(first=True)
+    history = [{"role": "user", "content": question}]
+    found = knowledge.search("tour_guide", history, 4096 // 3)
+    prompt = tokenizer.apply_chat_template([{"role": "system", "content": persona.system_prompt + RULES},
+                                            *grounded(history, found)], add_generation_prompt=True, return_dict=False)
     assert int(final["prompt_tokens"]) == len(prompt)
 
     # Decode speed within 10% of tokens over the time between the stream's first and last delta here.
@@ -288,7 +331,7 @@ def test_teaching_view_shows_a_replys_tokens_with_their_probabilities(browser, a
     page.wait_for_selector(TOKENS, timeout=10_000)
     shown = page.locator("[data-token-view]").last.locator("[data-token-id]").evaluate_all(READ_TOKENS)
     reply_text = [step["output"] for _, step in socket_events(page, "update_message")
-                  if step["type"] == "assistant_message" and step["output"]][-1]
+                  if step["type"] == "assistant_message" and step["output"]][-1].split(SOURCES_MARK)[0]
     tokenizer = AutoTokenizer.from_pretrained(paced_model_dir)
     assert tokenizer.decode([token for token, _, _ in shown]) == reply_text and len(shown) == 200
     assert all(0 < model <= 1 for _, _, model in shown)

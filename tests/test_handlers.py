@@ -104,7 +104,8 @@ async def test_the_teaching_view_shows_the_prompt_the_engine_got(fake_app):
     prompts = [data["output"] for event, data in visitor.events
                if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt" and data["output"]]
     assert "<|im_start|>user\n第一个问题<|im_end|>\n<|im_start|>assistant\n[1 messages] w1" in prompts[-1]
-    assert prompts[-1].rstrip("`\n").endswith("<|im_start|>user\n第二个问题<|im_end|>\n<|im_start|>assistant")
+    # the newest question after the passages the knowledge base found for it (tests/test_knowledge.py)
+    assert prompts[-1].rstrip("`\n").endswith("【问题】\n第二个问题<|im_end|>\n<|im_start|>assistant")
     await visitor.socket.disconnect()
 
 

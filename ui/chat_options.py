@@ -37,13 +37,14 @@ def limits(settings: Settings) -> dict[str, Limit]:
 SWITCHES = {
     "live_stats": "实时统计（侧栏）Live statistics (sidebar)",
     "teaching": "教学视图：显示完整提示词和每个词元的概率 Teaching view: the exact prompt, and each token's probability",
+    "knowledge": "资料库：先查资料再回答，并注明来源 Knowledge base: answer from the documents, naming them",
     "thinking": "先思考再回答 Think before answering (the thinking shows in a step above the answer)",
 }
 
 
 def initial_options(settings: Settings) -> dict:
     return {"temperature": settings.temperature, "top_p": settings.top_p, "max_new_tokens": settings.max_new_tokens,
-            "live_stats": True, "teaching": False, "thinking": settings.enable_thinking}
+            "live_stats": True, "teaching": False, "knowledge": True, "thinking": settings.enable_thinking}
 
 
 def widgets(settings: Settings, options: dict, thinking_switch: bool) -> list:

@@ -1,0 +1,146 @@
+"""The passages of every knowledge folder in one SQLite file, searched by BM25 over their terms (FTS5).
+
+`sync` brings a folder's entry up to date with the disk: new and changed files (by modification time and size)
+are read and indexed, removed ones forgotten, so a file taken out of the folder leaves the answers. A file that
+cannot be read is logged once (which file, why) and remembered as skipped until it changes. `search` ranks the
+passages of the given folders against a text's terms. Each call opens its own connection: indexing runs on one
+thread while searches run on others.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from retrieval.passages import passages
+from retrieval.reading import SUFFIXES, UnreadableError, read_document
+from retrieval.terms import terms
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, folder TEXT NOT NULL, path TEXT NOT NULL UNIQUE,
+                                      stamp TEXT NOT NULL, title TEXT NOT NULL, problem TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS passages (id INTEGER PRIMARY KEY, document INTEGER NOT NULL, section TEXT NOT NULL,
+                                     text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS passages_document ON passages (document);
+CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(body, tokenize = 'unicode61');
+"""
+
+
+@dataclass(frozen=True)
+class Found:
+    """A passage found, with its document's file and the BM25 score (higher is better)."""
+
+    path: str
+    title: str
+    section: str
+    text: str
+    score: float
+
+    @property
+    def name(self) -> str:
+        """The document's file name without its extension: how a reply names its source."""
+        return Path(self.path).stem
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    files: int  # readable files in the folders
+    passages: int
+    indexed: int  # files read this time
+    removed: int
+    skipped: int  # files that cannot be read
+    seconds: float
+
+
+def documents_in(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.suffix.lower() in SUFFIXES and path.is_file()
+                  and not any(part.startswith(".") for part in path.relative_to(folder).parts))
+
+
+class KnowledgeIndex:
+    """`pairs`: index character pairs beside the words (`retrieval.terms`); the benchmark compares both."""
+
+    def __init__(self, path: Path, pairs: bool = True) -> None:
+        self.path = path
+        self.pairs = pairs
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(self._connect()) as db, db:
+            db.executescript(SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30)
+        db.execute("PRAGMA journal_mode = WAL")
+        return db
+
+    def sync(self, folder: Path, progress: Callable[[int, int], None] = lambda done, total: None) -> SyncReport:
+        started = time.perf_counter()
+        key = str(folder.resolve())
+        present = {str(path.resolve()): path for path in documents_in(folder)} if folder.is_dir() else {}
+        with closing(self._connect()) as db:
+            known = {path: (number, stamp) for number, path, stamp in
+                     db.execute("SELECT id, path, stamp FROM documents WHERE folder = ?", (key,))}
+            gone = [number for path, (number, _) in known.items() if path not in present]
+            for number in gone:
+                with db:
+                    _forget(db, number)
+            stale = [(path, _stamp(file)) for path, file in present.items()]
+            stale = [(path, stamp) for path, stamp in stale if known.get(path, (0, ""))[1] != stamp]
+            skipped = 0
+            for done, (path, stamp) in enumerate(stale, 1):
+                skipped += not self._index_file(db, key, Path(path), stamp)
+                progress(done, len(stale))
+            files, count = db.execute(
+                "SELECT COUNT(DISTINCT d.id), COUNT(p.id) FROM documents d LEFT JOIN passages p ON p.document = d.id "
+                "WHERE d.folder = ? AND d.problem = ''", (key,)).fetchone()
+        return SyncReport(files, count, len(stale) - skipped, len(gone), skipped, time.perf_counter() - started)
+
+    def _index_file(self, db: sqlite3.Connection, folder: str, path: Path, stamp: str) -> bool:
+        try:
+            document, problem = read_document(path), ""
+        except (UnreadableError, OSError) as error:
+            document, problem = None, str(error) or type(error).__name__
+            log.warning("Knowledge: skipped %s: %s", path, problem)
+        with db:
+            if row := db.execute("SELECT id FROM documents WHERE path = ?", (str(path),)).fetchone():
+                _forget(db, row[0])
+            number = db.execute("INSERT INTO documents (folder, path, stamp, title, problem) VALUES (?, ?, ?, ?, ?)",
+                                (folder, str(path), stamp, document.title if document else "", problem)).lastrowid
+            for passage in passages(document) if document else ():
+                row_id = db.execute("INSERT INTO passages (document, section, text) VALUES (?, ?, ?)",
+                                    (number, passage.section, passage.text)).lastrowid
+                searchable = f"{passage.title} {passage.section} {passage.text}"  # a section's name finds it
+                db.execute("INSERT INTO terms (rowid, body) VALUES (?, ?)",
+                           (row_id, " ".join(terms(searchable, self.pairs))))
+        return document is not None
+
+    def search(self, text: str, folders: Iterable[Path], k: int) -> list[Found]:
+        """The `k` best passages of `folders` for `text`, best first; none when no term matches."""
+        query = " OR ".join('"' + term.replace('"', '""') + '"' for term in dict.fromkeys(terms(text, self.pairs)))
+        keys = [str(folder.resolve()) for folder in folders]
+        if not query or not keys:
+            return []
+        with closing(self._connect()) as db:
+            rows = db.execute(
+                "SELECT d.path, d.title, p.section, p.text, -bm25(terms) AS score FROM terms "
+                "JOIN passages p ON p.id = terms.rowid JOIN documents d ON d.id = p.document "
+                f"WHERE terms MATCH ? AND d.folder IN ({', '.join('?' * len(keys))}) ORDER BY score DESC LIMIT ?",
+                (query, *keys, k)).fetchall()
+        return [Found(*row) for row in rows]
+
+
+def _stamp(path: Path) -> str:
+    status = path.stat()
+    return f"{status.st_mtime_ns}:{status.st_size}"
+
+
+def _forget(db: sqlite3.Connection, document: int) -> None:
+    db.execute("DELETE FROM terms WHERE rowid IN (SELECT id FROM passages WHERE document = ?)", (document,))
+    db.execute("DELETE FROM passages WHERE document = ?", (document,))
+    db.execute("DELETE FROM documents WHERE id = ?", (document,))

@@ -1,0 +1,91 @@
+"""The app's knowledge base: which folders each persona answers from, indexed once at start on a thread of its own
+and kept in step with the disk every `RESCAN_SECONDS`, and the search a reply makes.
+
+Every persona uses the operators' folder (`CHAT_KNOWLEDGE_DIR`); a persona's file may add folders of its own
+(`knowledge = ["knowledge"]`). Indexing never stops the app: a file that cannot be read is logged and skipped, and
+a failure of the whole pass is logged and tried again at the next rescan.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.prompt import Message
+from retrieval.grounding import search_text, within
+from retrieval.index import Found, KnowledgeIndex
+
+log = logging.getLogger(__name__)
+
+RESCAN_SECONDS = 10.0
+TOP_K = 4
+PROGRESS_SECONDS = 5.0
+RELATIVE_FLOOR = 0.4  # passages scoring below this share of the best one are left out
+
+
+@dataclass(frozen=True)
+class Progress:
+    folder: Path | None  # being indexed now; None once the first pass is done
+    done: int
+    total: int
+
+
+class KnowledgeBase:
+    def __init__(self, index_path: Path, shared: Path, persona_folders: dict[str, tuple[Path, ...]]) -> None:
+        self.index = KnowledgeIndex(index_path)
+        self.shared = shared
+        self.persona_folders = persona_folders
+        self.progress = Progress(None, 0, 0)
+        self.ready = threading.Event()
+        self._passages: dict[Path, int] = {}  # passages in each folder, as of the last pass
+        self._logged = time.monotonic()
+
+    def folders(self, persona: str) -> tuple[Path, ...]:
+        return (*self.persona_folders.get(persona, ()), self.shared)
+
+    def in_use(self, persona: str) -> bool:
+        """Whether this persona has any passage to answer from (its rules then go into its system prompt)."""
+        return any(self._passages.get(folder) for folder in self.folders(persona))
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="knowledge", daemon=True).start()
+
+    def _run(self) -> None:
+        self.sync_all(first=True)
+        self.ready.set()
+        while True:
+            time.sleep(RESCAN_SECONDS)
+            self.sync_all(first=False)
+
+    def sync_all(self, first: bool) -> None:
+        folders = dict.fromkeys([*(folder for folders in self.persona_folders.values() for folder in folders),
+                                 self.shared])
+        for folder in folders:
+            try:
+                report = self.index.sync(folder, functools.partial(self._show, folder, first=first))
+            except Exception:  # the disk or the index failed: log it, keep serving, try again at the next rescan
+                log.exception("Knowledge: indexing %s failed; the next try is in %.0f s", folder, RESCAN_SECONDS)
+                continue
+            self._passages[folder] = report.passages
+            if first or report.indexed or report.removed:
+                log.info("Knowledge: %s: %d files, %d passages (%d read now, %d removed, %d skipped) in %.2f s",
+                         folder, report.files, report.passages, report.indexed, report.removed, report.skipped,
+                         report.seconds)
+        self.progress = Progress(None, 0, 0)
+
+    def _show(self, folder: Path, done: int, total: int, first: bool) -> None:
+        if first:
+            self.progress = Progress(folder, done, total)
+        if time.monotonic() - self._logged >= PROGRESS_SECONDS:  # a long pass says how far it is
+            self._logged = time.monotonic()
+            log.info("Knowledge: indexing %s: %d of %d files", folder, done, total)
+
+    def search(self, persona: str, history: list[Message], budget_chars: int) -> list[Found]:
+        """The passages to put before the newest question of `history`, best first, within `budget_chars`."""
+        found = self.index.search(search_text(history), self.folders(persona), TOP_K)
+        found = [passage for passage in found if passage.score >= RELATIVE_FLOOR * found[0].score]
+        return within(found, budget_chars)

@@ -1,0 +1,130 @@
+"""Read one document into its title and sections, whatever its format: Markdown, plain text, HTML, PDF, DOCX.
+
+A section is (heading, text); its text keeps paragraphs apart by blank lines. Markdown and DOCX sections follow
+their headings, HTML's its `h1`–`h6`, a PDF's its pages, plain text is one section. The title is the first
+top heading (HTML's `<title>`, DOCX's Title or first heading), else the file name without its extension. A file
+that cannot be read raises `UnreadableError` saying why.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about a broken file repeat the one line we log
+SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx")
+
+
+class UnreadableError(Exception):
+    """Why a file was skipped, in words for the log."""
+
+
+@dataclass(frozen=True)
+class Document:
+    title: str
+    sections: tuple[tuple[str, str], ...]  # (heading, text); the heading may be empty
+
+
+def read_document(path: Path) -> Document:
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".md", ".markdown"):
+            title, sections = _markdown(_text(path))
+        elif suffix == ".txt":
+            title, sections = "", [("", _text(path))]
+        elif suffix in (".html", ".htm"):
+            title, sections = _html(path.read_bytes())
+        elif suffix == ".pdf":
+            title, sections = _pdf(path)
+        elif suffix == ".docx":
+            title, sections = _docx(path)
+        else:
+            raise UnreadableError(f"{suffix or 'no extension'} is not a format read here ({', '.join(SUFFIXES)})")
+    except UnreadableError:
+        raise
+    except Exception as error:  # each parser has its own errors; any of them means this file is skipped
+        raise UnreadableError(f"{type(error).__name__}: {error}") from None
+    kept = tuple((heading.strip(), text.strip()) for heading, text in sections if text.strip())
+    if not kept:
+        raise UnreadableError("no text found in it (a scanned PDF needs OCR first)")
+    return Document(title.strip() or path.stem, kept)
+
+
+def _text(path: Path) -> str:
+    data = path.read_bytes()
+    for encoding in ("utf-8-sig", "gb18030"):  # Chinese files written on Windows are often GBK
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    raise UnreadableError("it is neither UTF-8 nor GBK text")
+
+
+def _markdown(text: str) -> tuple[str, list[tuple[str, str]]]:
+    title, heading, lines, sections = "", "", [], []
+    for line in text.splitlines():
+        match = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
+        if not match:
+            lines.append(line)
+            continue
+        sections.append((heading, "\n".join(lines)))
+        lines = []
+        if len(match.group(1)) == 1 and not title:
+            title, heading = match.group(2), ""
+        else:
+            heading = match.group(2)
+    sections.append((heading, "\n".join(lines)))
+    return title, sections
+
+
+def _html(data: bytes) -> tuple[str, list[tuple[str, str]]]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(data, "html.parser")
+    for hidden in soup(["script", "style", "noscript", "template"]):
+        hidden.decompose()
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    heading, paragraphs, sections = "", [], []
+    for block in (soup.body or soup).find_all(["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "td", "dd"]):
+        if block.find_parent(["p", "li", "pre", "td", "dd"]):
+            continue  # its text is in the enclosing block
+        text = block.get_text(" ", strip=True)
+        if block.name.startswith("h"):
+            sections.append((heading, "\n\n".join(paragraphs)))
+            heading, paragraphs = text, []
+            title = title or (text if block.name == "h1" else "")
+        elif text:
+            paragraphs.append(text)
+    sections.append((heading, "\n\n".join(paragraphs)))
+    return title, sections
+
+
+def _pdf(path: Path) -> tuple[str, list[tuple[str, str]]]:
+    from pypdf import PdfReader
+
+    reader = PdfReader(path)
+    title = (reader.metadata.title if reader.metadata else None) or ""
+    return title, [(f"第 {number} 页 page {number}", page.extract_text() or "")
+                   for number, page in enumerate(reader.pages, 1)]
+
+
+def _docx(path: Path) -> tuple[str, list[tuple[str, str]]]:
+    import docx
+
+    title, heading, paragraphs, sections = "", "", [], []
+    for paragraph in docx.Document(str(path)).paragraphs:
+        style = (paragraph.style.name if paragraph.style is not None else "") or ""
+        text = paragraph.text.strip()
+        if style == "Title" or style.startswith("Heading"):
+            if style == "Title" or (style == "Heading 1" and not title):
+                title = title or text
+                if style == "Title":
+                    continue
+            sections.append((heading, "\n\n".join(paragraphs)))
+            heading, paragraphs = text, []
+        elif text:
+            paragraphs.append(text)
+    sections.append((heading, "\n\n".join(paragraphs)))
+    return title, sections

@@ -1,0 +1,102 @@
+"""The knowledge base in the real app (on the scripted engine): grounded replies name their sources, whose passages
+open beside the chat and come back when the conversation is resumed; operators' documents (`CHAT_KNOWLEDGE_DIR`) serve
+every persona; the chat setting turns it off; the teaching view shows the passages, their scores and their place in
+the prompt; an unreadable file is skipped with one log line. The fake engine's `[quote]` replies repeat the question
+as the engine got it, so what the app put before the question shows in the reply."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from history.conversation import SOURCES_MARK
+from harness.visitor import until, visit
+from tests.conftest import ARTIFACTS, ROOT, FakeApp
+from tests.fake_engine import QUOTE
+from tests.test_history_socket import cookie_of
+from web.accounts import UsersFile
+
+pytestmark = pytest.mark.fast
+
+
+@pytest.fixture(scope="module")
+def knowledge_app(tmp_path_factory):
+    state = tmp_path_factory.mktemp("state")
+    documents = tmp_path_factory.mktemp("operators")
+    shutil.copy(ROOT / "bench" / "samples" / "访客手册.md", documents)
+    (documents / "坏文件.pdf").write_bytes(b"not a pdf at all")
+    UsersFile(state / "users.json").set_password("alice", "alice-password")
+    ARTIFACTS.mkdir(exist_ok=True)
+    running = FakeApp(ARTIFACTS / "app-knowledge.log", CHAT_STATE_DIR=str(state), CHAT_KNOWLEDGE_DIR=str(documents),
+                      CHAT_USERS_FILE=str(state / "users.json"), CHAT_MAX_NEW_TOKENS="120", CHAT_MAX_MODEL_LEN="4096")
+    running.wait_until_ready(timeout=60)
+    running.state = state
+    running.cookie = {"Cookie": cookie_of(running, "alice", "alice-password")}
+    yield running
+    running.stop()
+
+
+async def test_a_grounded_reply_names_its_sources_which_open_their_passages_and_come_back_on_resume(knowledge_app):
+    visitor = await visit(knowledge_app.url, knowledge_app.cookie)
+    await visitor.ask_and_wait(f"广州塔有多高？{QUOTE}")
+    reply = visitor.replies()[-1]
+    assert "【参考资料】\n[1] 《广州塔》" in reply and reply.endswith(SOURCES_MARK + "广州塔 · 简介、历史、看点")
+    [passage] = [element for element in visitor.elements() if element["type"] == "text"]
+    assert passage["name"] == "广州塔 · 简介、历史、看点" and passage["display"] == "side"
+    thread = next(data["threadId"] for event, data in visitor.events if event == "new_message" and data.get("threadId"))
+    await visitor.socket.disconnect()
+
+    again = await visit(knowledge_app.url, knowledge_app.cookie, thread_id=thread)
+    await until(lambda: any(element["name"] == passage["name"] for element in again.elements()))
+    [resent] = [element for element in again.elements() if element["type"] == "text"]
+    assert resent["forId"] == passage["forId"] and resent["display"] == "side"
+    await again.ask_and_wait(f"它几点开门？{QUOTE}")  # the model's history holds the reply without its sources line
+    assert "《广州塔》" in again.replies()[-1]  # the follow-up found the tower through the question before it
+    await again.ask_and_wait("再说一次")  # a reply that repeats no passage names none
+    assert SOURCES_MARK not in again.replies()[-1]
+    await again.socket.disconnect()
+
+
+async def test_operators_documents_serve_every_persona_and_an_unreadable_file_is_skipped(knowledge_app):
+    for persona in ("tour_guide", "assistant"):
+        visitor = await visit(knowledge_app.url, knowledge_app.cookie, profile=persona)
+        await visitor.ask_and_wait(f"访客停车场在哪里？{QUOTE}")
+        assert "访客手册" in visitor.replies()[-1].rsplit(SOURCES_MARK, 1)[1]
+        await visitor.socket.disconnect()
+    log = knowledge_app.log()
+    assert log.count("Knowledge: skipped") == 1 and "坏文件.pdf: " in log
+
+
+async def test_with_the_knowledge_base_off_the_question_goes_alone(knowledge_app):
+    visitor = await visit(knowledge_app.url, knowledge_app.cookie)
+    await visitor.socket.emit("chat_settings_change", {"knowledge": False})
+    await visitor.ask_and_wait(f"广州塔有多高？{QUOTE}")
+    reply = visitor.replies()[-1]
+    assert "参考资料" not in reply and SOURCES_MARK not in reply and reply.endswith(f"广州塔有多高？{QUOTE}")
+    await visitor.socket.disconnect()
+
+
+async def test_the_teaching_view_shows_each_passage_its_score_and_its_lines_in_the_prompt(knowledge_app):
+    visitor = await visit(knowledge_app.url, knowledge_app.cookie)
+    await visitor.socket.emit("chat_settings_change", {"teaching": True})
+    await visitor.ask_and_wait("陈家祠的门票多少钱？")
+    view = [data["output"] for event, data in visitor.events
+            if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt" and data["output"]][-1]
+    table = view.split("```")[0]
+    prompt_lines = view.split("```text\n", 1)[1].split("\n")
+    row = next(line for line in table.splitlines() if "陈家祠 ·" in line)
+    _, number, score, source, lines, _ = row.split("|")
+    first, last = map(int, lines.strip().split("–"))
+    assert float(score) > 0 and number.strip() == "1"
+    assert prompt_lines[first - 2].startswith("[1] 《陈家祠") and first <= last  # its header, then the passage
+    assert prompt_lines[last] == "" and prompt_lines[last + 1].startswith(("[2] ", "【问题】"))
+    await visitor.socket.disconnect()
+
+
+def test_the_index_is_a_file_in_the_state_folder_listing_each_document(knowledge_app):
+    with sqlite3.connect(knowledge_app.state / "knowledge.db") as index:
+        names = {Path(path).name for (path,) in index.execute("SELECT path FROM documents WHERE problem = ''")}
+    assert {"访客手册.md", "广州塔.md", "陈家祠.md"} <= names and "坏文件.pdf" not in names

@@ -1,0 +1,186 @@
+"""The knowledge base without the app: each format read into sections, passages cut to size under their headings,
+Chinese-aware BM25 search over a real SQLite file, files added, changed, removed and unreadable, and what the
+prompt gets (the follow-up's search text, the passages within their budget, which passages a reply drew on)."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import os
+import shutil
+from pathlib import Path
+
+import docx
+import pytest
+from pypdf import PdfWriter
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+from retrieval.grounding import drawn_on, grounded, search_text, within
+from retrieval.index import KnowledgeIndex
+from retrieval.passages import MAX_CHARS, passages
+from retrieval.reading import Document, UnreadableError, read_document
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.fast
+GUIDE = ROOT / "knowledge"
+
+
+def pdf_with_text(path: Path, lines: list[str]) -> None:
+    """A one-page PDF whose text layer holds `lines` (ASCII: the standard Helvetica font)."""
+    writer = PdfWriter()
+    page = writer.add_blank_page(width=400, height=300)
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(
+        {NameObject("/F1"): writer._add_object(font)})})
+    stream = DecodedStreamObject()
+    stream.set_data("".join(f"BT /F1 12 Tf 20 {260 - 20 * n} Td ({line}) Tj ET\n" for n, line in enumerate(lines))
+                    .encode())
+    page[NameObject("/Contents")] = writer._add_object(stream)
+    writer.write(path)
+
+
+def test_every_format_is_read_into_its_title_and_sections(tmp_path):
+    (tmp_path / "guide.md").write_text("# 指南\n\n开头。\n\n## 开放时间\n\n九点开门。\n\n## 来源\n\n某网站\n",
+                                       encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("第一段。\n\n第二段。".encode("gb18030").decode("gb18030"), encoding="gb18030")
+    (tmp_path / "page.html").write_text("<html><head><title>页面</title><script>x=1</script></head><body><h2>门票"
+                                        "</h2><p>十元。</p><ul><li>学生<b>免票</b></li></ul></body></html>",
+                                        encoding="utf-8")
+    word = docx.Document()
+    word.add_heading("手册", level=1)
+    word.add_paragraph("欢迎光临。")
+    word.add_heading("停车", level=2)
+    word.add_paragraph("停车场在地下二层。")
+    word.save(tmp_path / "manual.docx")
+    pdf_with_text(tmp_path / "leaflet.pdf", ["Opening hours: 9:30 to 17:00", "Closed on Mondays"])
+
+    assert read_document(tmp_path / "guide.md").title == "指南"
+    assert dict(read_document(tmp_path / "guide.md").sections) == {"": "开头。", "开放时间": "九点开门。",
+                                                                   "来源": "某网站"}
+    assert read_document(tmp_path / "notes.txt").title == "notes"  # GBK text, named by its file
+    assert read_document(tmp_path / "notes.txt").sections == (("", "第一段。\n\n第二段。"),)
+    html = read_document(tmp_path / "page.html")
+    assert html.title == "页面" and html.sections == (("门票", "十元。\n\n学生 免票"),)
+    manual = read_document(tmp_path / "manual.docx")
+    assert manual.title == "手册" and dict(manual.sections) == {"手册": "欢迎光临。", "停车": "停车场在地下二层。"}
+    leaflet = read_document(tmp_path / "leaflet.pdf")
+    assert leaflet.sections[0][0].startswith("第 1 页") and "Closed on Mondays" in leaflet.sections[0][1]
+
+
+def test_a_file_that_cannot_be_read_says_why(tmp_path):
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a PDF")
+    (tmp_path / "empty.md").write_text("# 只有标题\n", encoding="utf-8")
+    (tmp_path / "binary.txt").write_bytes(bytes(range(128, 256)) * 4)
+    for name in ("broken.pdf", "empty.md", "binary.txt"):
+        with pytest.raises(UnreadableError) as raised:
+            read_document(tmp_path / name)
+        assert str(raised.value)
+
+
+def test_passages_keep_short_sections_together_and_cut_long_ones_under_their_heading():
+    document = read_document(GUIDE / "广州塔.md")
+    cut = passages(document)
+    assert all(len(passage.text) <= MAX_CHARS + 40 for passage in cut)  # + the headings' own lines
+    assert not any("来源" in passage.section.split("、") for passage in cut)  # a list of sources is not a passage
+    assert cut[0].title == "广州塔" and cut[0].section.startswith("简介") and "600 米" in cut[0].text
+    long = passages(Document("长文", (("第一章", "句子。" * 400),)))
+    assert len(long) == 3 and all(passage.section == "第一章" and passage.text.endswith("。") for passage in long)
+
+
+@pytest.fixture
+def index(tmp_path) -> KnowledgeIndex:
+    index = KnowledgeIndex(tmp_path / "knowledge.db")
+    report = index.sync(GUIDE)
+    assert report.files >= 40 and report.skipped == 0 and report.passages >= report.files
+    return index
+
+
+@pytest.mark.parametrize(("question", "document"), [
+    ("广州塔有多高？", "广州塔"), ("陈家祠的门票多少钱", "陈家祠"), ("早茶的四大天王是哪几样", "早茶点心"),
+    ("为什么广州又叫羊城", "五羊传说与城市别称"), ("从白云机场怎么去市区", "机场与火车站"),
+])
+def test_search_finds_the_document_a_chinese_question_is_about(index, question, document):
+    assert index.search(question, [GUIDE], 3)[0].name == document
+
+
+def test_a_follow_up_is_searched_with_the_question_before_it(index):
+    history = [{"role": "user", "content": "介绍一下陈家祠"}, {"role": "assistant", "content": "陈家祠是……"},
+               {"role": "user", "content": "它几点开门？"}]
+    assert search_text(history) == "介绍一下陈家祠\n它几点开门？"
+    assert index.search(search_text(history), [GUIDE], 1)[0].name == "陈家祠"
+
+
+def test_files_added_changed_removed_and_unreadable_follow_the_folder(tmp_path, caplog):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "访客手册.md").write_text("# 访客手册\n\n停车场在 D 栋地下二层。\n", encoding="utf-8")
+    (folder / "坏文件.pdf").write_bytes(b"not a pdf")
+    (folder / ".hidden.md").write_text("# 隐藏\n\n停车\n", encoding="utf-8")
+    index = KnowledgeIndex(tmp_path / "index.db")
+    with caplog.at_level(logging.WARNING, "retrieval.index"):
+        report = index.sync(folder)
+    assert (report.files, report.skipped) == (1, 1)
+    [line] = [record.getMessage() for record in caplog.records]  # one line, and no parser's own warnings
+    assert line.startswith(f"Knowledge: skipped {(folder / '坏文件.pdf').resolve()}: ") and "Error" in line
+    caplog.clear()
+    assert index.sync(folder).indexed == 0 and not caplog.records  # unchanged, and the bad file is not logged again
+    assert index.search("停车场在哪里", [folder], 3)[0].name == "访客手册"
+
+    (folder / "访客手册.md").write_text("# 访客手册\n\n停车场搬到了 A 栋。\n", encoding="utf-8")
+    os.utime(folder / "访客手册.md", ns=(1, 1))  # a new time even within the file system's clock tick
+    assert index.sync(folder).indexed == 1
+    assert "A 栋" in index.search("停车场", [folder], 1)[0].text
+    (folder / "访客手册.md").unlink()
+    assert index.sync(folder).removed == 1
+    assert index.search("停车场", [folder], 3) == []
+    shutil.rmtree(folder)
+    assert index.sync(folder).files == 0  # a folder that went away is empty, not an error
+
+
+def test_search_reaches_only_the_folders_asked_for(index, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "手册.md").write_text("# 手册\n\n广州塔的内部资料。\n", encoding="utf-8")
+    index.sync(other)
+    assert {found.name for found in index.search("广州塔", [other], 10)} == {"手册"}
+    assert "手册" not in {found.name for found in index.search("广州塔", [GUIDE], 50)}
+    assert index.search("广州塔", [], 5) == [] and index.search("？！", [GUIDE], 5) == []
+    assert index.search('" OR * NEAR(', [GUIDE], 5) == []  # FTS5's syntax in a question is only text
+
+
+def test_the_prompt_gets_numbered_passages_within_budget_and_sources_are_what_the_reply_repeats(index):
+    found = index.search("广州塔有多高", [GUIDE], 4)
+    kept = within(found, 600)
+    assert sum(len(passage.text) for passage in kept) <= 600 and kept[0] == found[0]
+    assert len(within(found, 50)[0].text) == 50  # the best passage, cut, when none fits whole
+    question = [{"role": "user", "content": "广州塔有多高？"}]
+    message = grounded(question, kept)[-1]["content"]
+    assert message.startswith("【参考资料】\n[1] 《广州塔》") and message.endswith("【问题】\n广州塔有多高？")
+    assert "没有找到" in grounded(question, [])[-1]["content"]
+    assert drawn_on(kept, "广州塔的高度是 600 米。", "广州塔有多高？") == [kept[0]]
+    assert drawn_on(kept, kept[0].text, "广州塔有多高？") == [kept[0]]  # not the others that share its names
+    assert drawn_on(kept, "资料里没有这方面的信息。", "广州塔有多高？") == []
+    assert drawn_on(kept, "广州塔有多高？我不知道。", "广州塔有多高？") == []  # repeating the question is not drawing
+
+
+def test_the_knowledge_benchmark_scores_answers_and_builds_its_large_document(tmp_path):
+    from bench.knowledge import honest, load_questions, right, scale
+
+    questions = load_questions()
+    assert len(questions["guide"]) >= 80 and len(questions["handbook"]) >= 20 and questions["uncovered"]
+    assert right("总高度 600 米", [["600"]]) and right("在 D栋 地下", [["D 栋"]]) and not right("454 米", [["600"]])
+    assert right("虾饺、烧卖", [["虾饺"], ["烧卖"]]) and not right("虾饺", [["虾饺"], ["烧卖"]])
+    assert honest("资料里没有这方面的信息。") and not honest("广州塔的电梯由某公司生产。")
+    figures = scale(questions["guide"][:10], tmp_path, count=200)
+    assert figures["passages"] == 200 and 0 < figures["search_ms_p50"] <= figures["search_ms_p95"]
+
+
+def test_the_command_indexes_the_folders_and_shows_what_a_question_finds(tmp_path):
+    environment = {**os.environ, "CHAT_STATE_DIR": str(tmp_path)}
+    shown = subprocess.run([sys.executable, "-m", "retrieval", "陈家祠几点开门"], capture_output=True, text=True,
+                           env=environment, cwd=tmp_path, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "[1] " in shown.stdout and "陈家祠 · " in shown.stdout and (tmp_path / "knowledge.db").is_file()
+    assert f"{GUIDE}: 50 files" in shown.stderr
