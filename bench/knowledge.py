@@ -118,7 +118,8 @@ async def ask(url: str, question: str, knowledge: bool) -> dict:
     answer, _, sources = reply.partition(SOURCES_MARK)
     return {"question": question, "answer": answer, "sources": [name.split(" · ")[0] for name in sources.split("；")
                                                                  if name],
-            "first_token_s": round(client.token_times[0] - asked, 3), "tokens": client.generated_tokens}
+            "first_token_s": round(client.token_times[0] - asked, 3), "tokens": client.generated_tokens,
+            "tokens_per_s": client.footer.get("tokens_per_s")}
 
 
 async def answers(url: str, questions: list[str], knowledge: bool) -> list[dict]:
@@ -146,11 +147,14 @@ def through_the_app(model: str, questions: dict[str, list[dict]], quick: bool) -
             for knowledge in (True, False):
                 # Lone chats first, on questions this way has not asked yet: a question asked again would find its
                 # prompt in vLLM's prefix cache and measure the cache, not the passages' cost.
-                first_tokens = [asyncio.run(ask(app.url, question, knowledge))["first_token_s"] for question in lone]
+                alone = [asyncio.run(ask(app.url, question, knowledge)) for question in lone]
                 replies = asyncio.run(answers(app.url, [item["question"] for item in every], knowledge))
                 by_question = dict(zip((item["question"] for item in every), replies))
                 result["on" if knowledge else "off"] = summary(questions, by_question) | {
-                    "lone_first_token_s_median": round(statistics.median(first_tokens), 3), "replies": replies}
+                    "lone_first_token_s_median": round(statistics.median(reply["first_token_s"] for reply in alone), 3),
+                    "lone_tokens_per_s_median": statistics.median(reply["tokens_per_s"] for reply in alone
+                                                                  if reply["tokens_per_s"] is not None),
+                    "replies": replies}
     return result
 
 
@@ -171,12 +175,13 @@ def summary(questions: dict[str, list[dict]], replies: dict[str, dict]) -> dict:
 
 def table(results: dict) -> str:
     lines = ["| model | knowledge base | guide right | handbook right | source named (guide / handbook) | "
-             "uncovered: honest | lone first token |", "|---|---|---|---|---|---|---|"]
+             "uncovered: honest | lone chat: first token, tokens/s |", "|---|---|---|---|---|---|---|"]
     for model, runs in results["models"].items():
         for mode, run in runs.items():
             lines.append(f"| {model} | {mode} | {run['guide_right']:.0%} | {run['handbook_right']:.0%} | "
                          f"{run['guide_source_named']:.0%} / {run['handbook_source_named']:.0%} | "
-                         f"{run['uncovered_honest']:.0%} | {run['lone_first_token_s_median']:.2f} s |")
+                         f"{run['uncovered_honest']:.0%} | {run['lone_first_token_s_median']:.2f} s, "
+                         f"{run['lone_tokens_per_s_median']} |")
     recall_rows = [f"| {name} | {figures['recall@1']:.0%} | {figures['recall@3']:.0%} | {figures['recall@5']:.0%} | "
                    f"{figures['search_ms_p50']} ms |" for name, figures in results["recall"].items()]
     big = results["scale"]

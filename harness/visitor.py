@@ -36,6 +36,7 @@ class ChatClient:
         self.token_times: list[float] = []
         self.text = ""  # the streamed reply
         self.generated_tokens: int | None = None
+        self.footer: dict = {}
         self.messages: list[dict] = []  # every message the app sent (new_message events)
         self.events: list[tuple[str, dict]] = []  # every event, in order
         self.started = asyncio.Event()
@@ -60,6 +61,7 @@ class ChatClient:
             if self.generated_tokens is not None:  # the reply's task is over: the page takes a question again
                 self.done.set()
         elif event == "element" and data.get("name") == "ReplyFooter":
+            self.footer = data["props"]  # the figures the app measured for the reply
             self.generated_tokens = data["props"]["generated_tokens"]
 
     async def connect(self) -> None:

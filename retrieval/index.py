@@ -67,7 +67,7 @@ def documents_in(folder: Path) -> list[Path]:
 class KnowledgeIndex:
     """`pairs`: index character pairs beside the words (`retrieval.terms`); the benchmark compares both."""
 
-    def __init__(self, path: Path, pairs: bool = True) -> None:
+    def __init__(self, path: Path, pairs: bool = False) -> None:
         self.path = path
         self.pairs = pairs
         path.parent.mkdir(parents=True, exist_ok=True)
