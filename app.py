@@ -278,8 +278,10 @@ async def answer(message: cl.Message) -> None:
     system_prompt = persona.system_prompt
     if options["knowledge"] and KNOWLEDGE.in_use(persona.name):
         system_prompt += RULES  # the same for every reply: the system prompt's prefix stays cached
-        # A third of the context for passages: a Chinese character takes about one token or less.
-        found = await asyncio.to_thread(KNOWLEDGE.search, persona.name, history, SETTINGS.max_model_len // 3)
+        # Passages get a third of the context, less what a long question takes (a Chinese character is about one
+        # token or less): a question that fits alone is never refused for its passages.
+        budget = SETTINGS.max_model_len // 3 - len(message.content)
+        found = await asyncio.to_thread(KNOWLEDGE.search, persona.name, history, budget) if budget > 0 else []
         history = grounded(history, found)
     async with aclosing(engine.reply(system_prompt, history, sampling)) as events:
         prompt = await anext(events)

@@ -259,7 +259,7 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     knowledge = KnowledgeBase(tmp_path / "knowledge.db", OPERATORS, {"tour_guide": persona.knowledge})
     knowledge.sync_all(first=True)
     history = [{"role": "user", "content": question}]
-    found = knowledge.search("tour_guide", history, 4096 // 3)
+    found = knowledge.search("tour_guide", history, 4096 // 3 - len(question))
     prompt = tokenizer.apply_chat_template([{"role": "system", "content": persona.system_prompt + RULES},
                                             *grounded(history, found)], add_generation_prompt=True, return_dict=False)
     assert int(final["prompt_tokens"]) == len(prompt)

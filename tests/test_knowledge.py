@@ -70,6 +70,14 @@ async def test_operators_documents_serve_every_persona_and_an_unreadable_file_is
     assert log.count("Knowledge: skipped") == 1 and "坏文件.pdf: " in log
 
 
+async def test_a_question_that_fits_alone_is_never_refused_for_its_passages(knowledge_app):
+    visitor = await visit(knowledge_app.url, knowledge_app.cookie)
+    question = "广州塔" * 1000  # 3,000 tokens on the fake: fits alone, not with passages (4,096 tokens of context)
+    await visitor.ask_and_wait(question)
+    assert not visitor.errors() and visitor.replies()
+    await visitor.socket.disconnect()
+
+
 async def test_with_the_knowledge_base_off_the_question_goes_alone(knowledge_app):
     visitor = await visit(knowledge_app.url, knowledge_app.cookie)
     await visitor.socket.emit("chat_settings_change", {"knowledge": False})
