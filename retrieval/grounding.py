@@ -3,8 +3,8 @@
 The persona's system prompt gets fixed rules (so its prefix stays cached); the passages found go into the newest
 question only, numbered, with their document and section, within a budget of characters. The search text is the
 newest question with the one before it, so a follow-up ("它几点开门？") still finds what the conversation is about.
-A reply drew on a passage when it repeats enough of the passage that the question did not already say
-(`drawn_on`).
+A reply drew on a passage when it repeats something of it that the question did not already say, and says
+nothing of the documents being silent (`drawn_on`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from engine.prompt import Message
 from retrieval.index import Found
 import re
 
-RULES = """
+NOT_COVERED = "资料里没有这方面的信息"
+RULES = f"""
 
-【参考资料的用法】用户的问题前面可能附有【参考资料】。回答事实（地点、年代、数字、时间、价格、交通）时，只使用参考资料里写明的内容，不要编造资料里没有的名称和数字。如果参考资料没有涉及用户问的内容，请直接说“资料里没有这方面的信息”，可以建议用户查询官方渠道。不要在回答里提“参考资料”的编号。"""
+【参考资料的用法】用户的问题前面可能附有【参考资料】。回答事实（地点、年代、数字、时间、价格、交通）时，只使用参考资料里写明的内容，不要编造资料里没有的名称和数字。如果参考资料没有涉及用户问的内容，请直接说“{NOT_COVERED}”，可以建议用户查询官方渠道。不要在回答里提“参考资料”的编号。"""
 NOTHING_FOUND = "【参考资料】资料库里没有找到与这个问题相关的内容。"
-_UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+(?:[.:][0-9]+)*")
+_UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 
 
 def search_text(history: list[Message]) -> str:
@@ -58,13 +59,15 @@ def grounded(history: list[Message], found: list[Found]) -> list[Message]:
 
 
 def drawn_on(found: list[Found], reply: str, question: str) -> list[Found]:
-    """The passages a reply drew on: those it shares the most of, and at least half as much as the best one, counting
-    pairs of Chinese characters, words and numbers (one of two digits or more counts twice) not already in the question; none when
-    even the best shares fewer than two (an "I don't know" shares none)."""
+    """The passages a reply drew on: those it repeats the most of, and at least half as much as the best one,
+    counting pairs of Chinese characters, words and numbers of two digits or more (a number counts twice) that the
+    question did not already hold. None when it repeats nothing, or says the documents do not cover the question."""
+    if NOT_COVERED in reply:
+        return []
     said = _units(reply) - _units(question)
-    shares = [sum(2 if sum(map(str.isdigit, unit)) >= 2 else 1 for unit in said & _units(passage.text)) for passage in found]
+    shares = [sum(2 if unit.isdigit() else 1 for unit in said & _units(passage.text)) for passage in found]
     best = max(shares, default=0)
-    return [passage for passage, share in zip(found, shares) if share >= max(2, best / 2)] if best >= 2 else []
+    return [passage for passage, share in zip(found, shares) if share and share >= best / 2]
 
 
 def _units(text: str) -> set[str]:
