@@ -274,17 +274,16 @@ async def answer(message: cl.Message) -> None:
     await remember_options()
     options = cl.user_session.get("options")
     sampling = chat_options.sampling(SETTINGS, options)
-    persona, history, found = current_persona(), conversation.messages(), []
+    persona, found = current_persona(), None  # None: no knowledge base for this reply
     system_prompt = persona.system_prompt
     if options["knowledge"] and KNOWLEDGE.in_use(persona.name):
         system_prompt += RULES  # the same for every reply: the system prompt's prefix stays cached
-        # Passages get a third of the context, less what a long question takes (a Chinese character is about one
-        # token or less): a question that fits alone is never refused for its passages.
-        budget = SETTINGS.max_model_len // 3 - len(message.content)
-        found = await asyncio.to_thread(KNOWLEDGE.search, persona.name, history, budget) if budget > 0 else []
-        history = grounded(history, found)
-    async with aclosing(engine.reply(system_prompt, history, sampling)) as events:
-        prompt = await anext(events)
+        # A third of the context for passages, in characters (Qwen's tokenizers take a Chinese character in one token
+        # or less); where that does not fit, `start_reply` falls back to fewer.
+        found = await asyncio.to_thread(KNOWLEDGE.search, persona.name, conversation.messages(),
+                                        SETTINGS.max_model_len // 3)
+    events, prompt, found = await start_reply(engine, system_prompt, conversation.messages(), sampling, found)
+    async with aclosing(events):
         if isinstance(prompt, Refused):
             conversation.rewind(message.id)
             await STORE.forget_step(message.id)
@@ -293,15 +292,28 @@ async def answer(message: cl.Message) -> None:
         if STORE.keep_step(message.id):  # refused before, and now edited to fit
             await message.update()
         if options["teaching"]:
-            await show_prompt(prompt, sampling, found if options["knowledge"] else None)
+            await show_prompt(prompt, sampling, found)
         notice = QueueNotice()
         try:
             async with GATE.turn(notice.show):
                 await notice.remove()
-                await stream_answer(engine, prompt, events, sampling, conversation, found)
+                await stream_answer(engine, prompt, events, sampling, conversation, found or [])
         finally:
             await notice.remove()  # also when stopped, or the tab closed, while waiting
     await tell_if_unsaved()
+
+
+async def start_reply(engine: ChatEngine, system_prompt: str, history: list, sampling: Sampling,
+                      found: list[Found] | None) -> tuple[AsyncIterator[ReplyEvent], ReplyEvent, list[Found] | None]:
+    """A reply's events, its first event (the prompt, or a refusal) and the passages in the prompt: all the passages
+    `found`, else the best one, else none, whichever fits the context first (how many tokens a passage takes depends
+    on the model's tokenizer). `found` is None with the knowledge base off."""
+    for passages in [None] if found is None else [found, found[:1], None] if len(found) > 1 else [found, None]:
+        events = engine.reply(system_prompt, history if passages is None else grounded(history, passages), sampling)
+        first = await anext(events)
+        if not isinstance(first, Refused) or passages is None:
+            return events, first, passages
+        await events.aclose()
 
 
 async def tell_if_unsaved() -> None:

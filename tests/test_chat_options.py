@@ -14,14 +14,17 @@ SETTINGS = load_settings({})
 def test_values_within_limits_are_taken_and_the_rest_refused_with_what_was_kept():
     previous = initial_options(SETTINGS)
     options, refused = checked(SETTINGS, previous, {"temperature": 1.2, "top_p": 0.5, "max_new_tokens": 64,
-                                                    "teaching": True, "live_stats": False, "thinking": True})
+                                                    "teaching": True, "live_stats": False, "thinking": True,
+                                                    "knowledge": False})
     assert options == {"temperature": 1.2, "top_p": 0.5, "max_new_tokens": 64, "teaching": True, "live_stats": False,
-                       "thinking": True}
+                       "thinking": True, "knowledge": False}
     assert refused == []
     options, refused = checked(SETTINGS, previous, {"temperature": 5, "top_p": "lots", "max_new_tokens": -3})
     assert options == previous and len(refused) == 3
     assert "5 is outside 0–2; 0.7 is kept" in refused[0] and "'lots'" in refused[1]
     assert checked(SETTINGS, previous, {"temperature": math.nan})[0] == previous
+    options, refused = checked(SETTINGS, previous, {"knowledge": "off"})  # a switch takes true or false only
+    assert options == previous and "'off' is not on or off" in refused[0]
 
 
 def test_thinking_is_offered_only_where_the_template_has_the_switch_and_reaches_the_sampling():
