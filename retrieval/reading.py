@@ -1,7 +1,7 @@
 """Read one document into its title and sections, whatever its format: Markdown, plain text, HTML, PDF, DOCX.
 
 A section is (heading, text); its text keeps paragraphs apart by blank lines. Markdown and DOCX sections follow
-their headings, HTML's its `h1`–`h6`, a PDF's its pages, plain text is one section. The title is the first
+their headings, HTML's its `h1`–`h6` (lxml), a PDF's its pages, plain text is one section. The title is the first
 top heading (HTML's `<title>`, DOCX's Title or first heading), else the file name without its extension. A file
 that cannot be read raises `UnreadableError` saying why.
 """
@@ -55,11 +55,17 @@ def read_document(path: Path) -> Document:
 def _text(path: Path) -> str:
     data = path.read_bytes()
     for encoding in ("utf-8-sig", "gb18030"):  # Chinese files written on Windows are often GBK
-        try:
+        if _decodes(data, encoding):
             return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
     raise UnreadableError("it is neither UTF-8 nor GBK text")
+
+
+def _decodes(data: bytes, encoding: str) -> bool:
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _markdown(text: str) -> tuple[str, list[tuple[str, str]]]:
@@ -80,21 +86,23 @@ def _markdown(text: str) -> tuple[str, list[tuple[str, str]]]:
 
 
 def _html(data: bytes) -> tuple[str, list[tuple[str, str]]]:
-    from bs4 import BeautifulSoup
+    from lxml import html
 
-    soup = BeautifulSoup(data, "html.parser")
-    for hidden in soup(["script", "style", "noscript", "template"]):
-        hidden.decompose()
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    encoding = "utf-8" if _decodes(data, "utf-8") else "gb18030"  # what Chinese pages are written in
+    page = html.document_fromstring(data, parser=html.HTMLParser(encoding=encoding))
+    for hidden in page.xpath("//script | //style | //noscript | //template"):
+        hidden.drop_tree()
+    title = " ".join((page.findtext(".//title") or "").split())
     heading, paragraphs, sections = "", [], []
-    for block in (soup.body or soup).find_all(["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "td", "dd"]):
-        if block.find_parent(["p", "li", "pre", "td", "dd"]):
+    body = page.find("body") if page.find("body") is not None else page
+    for block in body.iter("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "td", "dd"):
+        if any(parent.tag in ("p", "li", "pre", "td", "dd") for parent in block.iterancestors()):
             continue  # its text is in the enclosing block
-        text = block.get_text(" ", strip=True)
-        if block.name.startswith("h"):
+        text = " ".join(block.text_content().split())
+        if block.tag.startswith("h"):
             sections.append((heading, "\n\n".join(paragraphs)))
             heading, paragraphs = text, []
-            title = title or (text if block.name == "h1" else "")
+            title = title or (text if block.tag == "h1" else "")
         elif text:
             paragraphs.append(text)
     sections.append((heading, "\n\n".join(paragraphs)))

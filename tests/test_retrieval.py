@@ -62,7 +62,7 @@ def test_every_format_is_read_into_its_title_and_sections(tmp_path):
     assert read_document(tmp_path / "notes.txt").title == "notes"  # GBK text, named by its file
     assert read_document(tmp_path / "notes.txt").sections == (("", "第一段。\n\n第二段。"),)
     html = read_document(tmp_path / "page.html")
-    assert html.title == "页面" and html.sections == (("门票", "十元。\n\n学生 免票"),)
+    assert html.title == "页面" and html.sections == (("门票", "十元。\n\n学生免票"),)
     manual = read_document(tmp_path / "manual.docx")
     assert manual.title == "手册" and dict(manual.sections) == {"手册": "欢迎光临。", "停车": "停车场在地下二层。"}
     leaflet = read_document(tmp_path / "leaflet.pdf")
