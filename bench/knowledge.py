@@ -10,7 +10,7 @@ handbook in `bench/samples/`, and questions neither covers), measured three ways
   `CHAT_KNOWLEDGE_DIR`), each model with the knowledge base on and off: answers right (every key phrase group
   present), grounded answers naming the right source, uncovered questions answered with an honest "not in the
   documents", and the first-token time of lone chats with and without the passages.
-Writes docs/benchmark/knowledge.json and knowledge.md (about 40 minutes for both demo models on 2 cores).
+Writes docs/benchmark/knowledge.json and knowledge.md (about 12 minutes for both demo models on 2 AVX-512 cores).
 """
 
 from __future__ import annotations
