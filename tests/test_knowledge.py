@@ -31,7 +31,7 @@ def knowledge_app(tmp_path_factory):
     UsersFile(state / "users.json").set_password("alice", "alice-password")
     ARTIFACTS.mkdir(exist_ok=True)
     running = FakeApp(ARTIFACTS / "app-knowledge.log", CHAT_STATE_DIR=str(state), CHAT_KNOWLEDGE_DIR=str(documents),
-                      CHAT_USERS_FILE=str(state / "users.json"), CHAT_MAX_NEW_TOKENS="120", CHAT_MAX_MODEL_LEN="4096")
+                      CHAT_USERS_FILE=str(state / "users.json"), CHAT_MAX_NEW_TOKENS="60", CHAT_MAX_MODEL_LEN="4096")
     running.wait_until_ready(timeout=60)
     running.state = state
     running.cookie = {"Cookie": cookie_of(running, "alice", "alice-password")}
