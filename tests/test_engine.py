@@ -143,11 +143,13 @@ async def test_event_loop_stays_responsive_while_replies_stream(engine):
 
     ticker = asyncio.create_task(tick())
     started = time.perf_counter()
-    await asyncio.gather(*(_collect(engine, q, Sampling(0.0, 1.0, 300, ignore_eos=True))
+    await asyncio.gather(*(_collect(engine, q, Sampling(0.0, 1.0, 1000, ignore_eos=True))
                            for q in ("你好", "hello", "早茶")))
     reply_time = time.perf_counter() - started
     ticker.cancel()
-    assert reply_time > 0.5 and max(gaps) < 0.5, (reply_time, max(gaps))
+    # Relative to the replies' time, which a fast machine makes short: a loop that waits on generation stalls
+    # for most of it; a free one ticks every 10 ms, give or take a scheduler's hiccup.
+    assert len(gaps) >= 20 and max(gaps) < min(0.5, reply_time / 4), (reply_time, len(gaps), max(gaps))
 
 
 async def _eventually(condition, timeout=5.0) -> bool:
