@@ -23,7 +23,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 DATA_ROOT = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
 DTYPES = ("auto", "bfloat16", "float32", "float16")
-WEIGHTS = ("auto", "int8", "original")
+WEIGHTS = ("auto", "int8", "int4", "original")
 
 
 def setting(default: object, doc: str) -> Any:
@@ -40,7 +40,9 @@ class Settings:
     cache_dir: Path = setting(CACHE_ROOT / "qwen-cpu-chat", "where the demo model and converted `.gguf` files and int8 "
                                                            "copies are kept")
     weights: str = setting("auto", "`auto` = the demo model in int8 where the CPU has VNNI or AMX (else as it is), "
-                                   "yours as given; `int8` = quantise yours once in the set-up; `original`")
+                                   "yours as given; `int8` = quantise yours once in the set-up; `int4` = 4-bit, "
+                                   "calibrated in the set-up (minutes to hours), where the CPU has AVX-512 VNNI and "
+                                   "bf16; `original`")
     dtype: str = setting("auto", "`auto` = bfloat16 where the CPU has `avx512_bf16`/AMX, else float32; or `bfloat16`, "
                                  "`float32`, `float16`")
     max_model_len: int = setting(4096, "context length in tokens (prompt + reply)")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import AsyncIterator, Coroutine
 
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 from vllm import SamplingParams
 from vllm.engine.arg_utils import AsyncEngineArgs
 from vllm.inputs.engine import tokens_input
@@ -103,8 +103,9 @@ class VllmEngine:
         self.tokenizer = tokenizer
         self.model_name = model.name
         self.dtype = resolve_dtype(settings.dtype)
-        # int8 linear layers (modelprep.quantization) or the 16/32-bit dtype every weight runs in.
-        self.weight_format = "int8" if weight_format(model) == "int8" else self.dtype
+        # int8 or 4-bit linear layers (modelprep.quantization) or the 16/32-bit dtype every weight runs in.
+        stored = weight_format(model)
+        self.weight_format = stored if stored in ("int8", "int4") else self.dtype
         self.load_seconds = 0.0  # measured by load(): tokenizer, vLLM start-up and warm-up
         self._llm = llm
         self._watch = watch
@@ -117,7 +118,6 @@ class VllmEngine:
         """Start the engine thread and build vLLM on it for the model folder `model` (checked by
         `modelprep.preflight`). Blocks until ready."""
         started = time.perf_counter()
-        tokenizer = AutoTokenizer.from_pretrained(model)
         args = AsyncEngineArgs(**engine_options(settings, model))
         loop = asyncio.new_event_loop()
 
@@ -149,7 +149,9 @@ class VllmEngine:
             loop.call_soon_threadsafe(loop.stop)
             raise ModelLoadError(f"The engine could not start on {model}: {error}. See the log above "
                                  "for vLLM's reason (unsupported model, not enough memory, ...).") from error
-        engine = cls(settings, model, tokenizer, llm, watch, loop, thread)
+        # vLLM's own copy of the model's tokenizer (safe to share between threads): loading a second one here
+        # took 2 s of the start.
+        engine = cls(settings, model, llm.get_tokenizer(), llm, watch, loop, thread)
         engine._warm_up()
         engine.load_seconds = time.perf_counter() - started
         log.info("Engine ready: %s, %s weights, %s activations, in %.1f s", engine.model_name, engine.weight_format,

@@ -30,6 +30,14 @@ def fast_int8() -> bool:
     return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & cpu_flags())
 
 
+def int4_kernel(flags: frozenset[str] | None = None) -> bool:
+    """Whether vLLM's 4-bit weights run here, and fast: its W4A8 kernel (4-bit weights, each token's activations
+    in int8, bf16 around them; `engine.int4_kernel`) needs AVX-512 VNNI (or AMX) and bf16. vLLM's CPU build has
+    its 4-bit kernels for AVX-512 only: an AWQ model crashed on an AVX2 CPU (vllm issue 55613)."""
+    flags = cpu_flags() if flags is None else flags
+    return bool({"avx512_vnni", "amx_int8"} & flags) and bool({"avx512_bf16", "amx_bf16"} & flags)
+
+
 def cores() -> int:
     """The CPU cores this process may run on (its affinity, which containers and `taskset` narrow)."""
     return len(os.sched_getaffinity(0))

@@ -1,7 +1,7 @@
 """Checks on a model folder before the engine starts, each failing with a message that says what to do.
 
 The folder must hold a config, a tokenizer with a chat template and an architecture vLLM runs; the
-CPU must run the chosen dtype; weights, KV cache and the runtime must fit in the memory available.
+CPU must run the chosen dtype, and 4-bit weights only where it has their kernel; weights, KV cache and the runtime must fit in the memory available.
 Catching these here turns a minute of vLLM start-up and a traceback into one line. Reads files and
 machine facts; starts nothing.
 """
@@ -19,7 +19,7 @@ from vllm.platforms import CpuArchEnum, current_platform
 
 from config.settings import Settings
 from config.errors import ModelLoadError
-from modelprep.hardware import cpu_flags, resolve_dtype
+from modelprep.hardware import cpu_flags, int4_kernel, resolve_dtype
 from modelprep.sizing import GIB, RUNTIME_BYTES, ModelShape, kv_cache_budget, kv_cache_for_chats, memory_needed
 
 STORED_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
@@ -32,9 +32,11 @@ def check_model(folder: Path, settings: Settings, *, flags: frozenset[str] | Non
     """Raise `ModelLoadError` with the reason if the engine could not run `folder` with `settings` here."""
     check_files(folder)
     check_architecture(folder)
-    check_dtype(settings.dtype, cpu_flags() if flags is None else flags)
+    flags = cpu_flags() if flags is None else flags
+    check_dtype(settings.dtype, flags)
     dtype = resolve_dtype(settings.dtype)
     config = _read_json(folder / "config.json")
+    check_4bit(folder.name, config, flags)
     kv_cache = kv_cache_budget(config, settings.max_concurrent_replies, settings.max_model_len, dtype,
                                settings.kv_cache_gib)
     one_context = kv_cache_for_chats(ModelShape.from_config(config), 1, settings.max_model_len, dtype)
@@ -83,6 +85,16 @@ def check_dtype(setting: str, flags: frozenset[str]) -> None:
         raise ModelLoadError("This CPU lacks AVX2, the least vLLM's CPU engine needs on x86; it cannot run here.")
     if getattr(torch, dtype) not in current_platform.supported_dtypes:
         raise ModelLoadError(f"This CPU cannot run CHAT_DTYPE={dtype}; use CHAT_DTYPE=auto.")
+
+
+def check_4bit(name: str, config: dict, flags: frozenset[str]) -> None:
+    """4-bit weights (ours, or a GPTQ or AWQ checkpoint) only where vLLM's 4-bit kernel runs."""
+    quantization = config.get("quantization_config") or {}
+    bits = {group.get("weights", {}).get("num_bits") for group in quantization.get("config_groups", {}).values()}
+    if 4 in bits | {quantization.get("bits")} and not int4_kernel(flags):
+        raise ModelLoadError(f"{name} has 4-bit weights, and vLLM's 4-bit kernel needs AVX-512 VNNI and bf16, which "
+                             "this CPU lacks: it would crash (vLLM issue 55613) or crawl. Use the model's 16-bit "
+                             "original (with CHAT_WEIGHTS=int8 for int8 weights).")
 
 
 def weight_bytes(folder: Path, dtype: str) -> int:

@@ -1,4 +1,5 @@
-"""`python -m modelprep.quantization SOURCE OUT`: an int8 copy of a Hugging Face model folder that vLLM runs faster on CPU.
+"""`python -m modelprep.quantization [--weights int8|int4] SOURCE OUT`: an int8 (or 4-bit: `modelprep.int4`) copy of
+a Hugging Face model folder, which vLLM runs faster on CPU.
 
 Every linear layer of the decoder, and the output head where it is not the embeddings' matrix (an untied
 head, as in Qwen2.5-7B), gets int8 weights, rounded to nearest with one scale per output channel; at run
@@ -29,25 +30,27 @@ from modelprep.cache import MANIFEST
 INDEX = "model.safetensors.index.json"
 
 
+# int8 weights, one scale per output row; each token's activations made int8 as it comes (vLLM's oneDNN path).
+INT8_SCHEME = {
+    "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
+    "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token", "dynamic": True},
+}
+
+
 def quantization_config(tied_head: bool) -> dict:
     """vLLM's `quantization_config`: every linear layer, and the output head unless it is tied (vLLM's head is
     no `Linear`, so it is named)."""
     return {
         "quant_method": "compressed-tensors",
         "format": "int-quantized",
-        "config_groups": {"group_0": {
-            "targets": ["Linear"] + ([] if tied_head else ["re:.*lm_head"]),
-            "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
-            "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token",
-                                  "dynamic": True},
-        }},
+        "config_groups": {"group_0": {"targets": ["Linear"] + ([] if tied_head else ["re:.*lm_head"]), **INT8_SCHEME}},
         "ignore": ["lm_head"] if tied_head else [],
     }
 
 
 def quantize_folder(source: Path, out: Path) -> None:
     """Write the int8 model of the bf16/fp16/fp32 model folder `source` into the existing folder `out`."""
-    config = _read_config(source)
+    config = source_config(source)
     shards = sorted(source.glob("*.safetensors"))
     if not shards:
         raise ModelLoadError(f"{source} has no .safetensors weights; this command converts safetensors folders "
@@ -80,20 +83,38 @@ def quantize_folder(source: Path, out: Path) -> None:
         (out / INDEX).write_text(json.dumps(index, indent=2))
     config["quantization_config"] = quantization_config(bool(config.get("tie_word_embeddings")))
     (out / "config.json").write_text(json.dumps(config, indent=2))
-    for path in source.iterdir():  # tokenizer, template, generation config, licence, ...
-        if path.is_file() and path.suffix != ".safetensors" and path.name not in (INDEX, "config.json", MANIFEST):
+    copy_companions(source, out)
+
+
+def copy_companions(source: Path, out: Path) -> None:
+    """The files beside the weights (tokenizer, template, generation config, licence, ...) that `out` lacks."""
+    for path in source.iterdir():
+        if path.is_file() and path.suffix != ".safetensors" and path.name not in (INDEX, MANIFEST) and not (
+                out / path.name).exists():
             shutil.copy2(path, out / path.name)
 
 
+def quantize(source: Path, out: Path, weights: str) -> None:
+    """`source` in `weights` ("int8" or "int4") written into the existing folder `out`."""
+    if weights == "int4":
+        from modelprep.int4 import quantize_int4  # AutoRound and what it imports: only for 4 bits
+
+        quantize_int4(source, out)
+    else:
+        quantize_folder(source, out)
+
+
 def weight_format(folder: Path) -> str:
-    """"int8" for a folder this command wrote (or any int8 compressed-tensors model), else the config's dtype."""
+    """"int8" or "int4" for a folder this command wrote (or any compressed-tensors model whose linear layers are
+    int8, or 4-bit), else the config's dtype."""
     try:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
         return "unknown"
     groups = config.get("quantization_config", {}).get("config_groups", {})
-    if any(group.get("weights", {}).get("num_bits") == 8 for group in groups.values()):
-        return "int8"
+    bits = {group.get("weights", {}).get("num_bits") for group in groups.values() if "Linear" in group.get("targets", [])}
+    if bits & {4, 8}:
+        return f"int{min(bits & {4, 8})}"
     return str(config.get("dtype") or config.get("torch_dtype") or "unknown")
 
 
@@ -111,7 +132,8 @@ def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.round(full / stored.float()).clamp(-127, 127).to(torch.int8), stored
 
 
-def _read_config(source: Path) -> dict:
+def source_config(source: Path) -> dict:
+    """`source`'s config.json, if it is a model folder not quantised yet."""
     try:
         config = json.loads((source / "config.json").read_text())
     except (OSError, ValueError) as error:
@@ -134,18 +156,20 @@ def _linear_weights(source: Path) -> set[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m modelprep.quantization", description=__doc__.splitlines()[0])
+    parser.add_argument("--weights", choices=("int8", "int4"), default="int8",
+                        help="int4: 4-bit, calibrated (AutoRound), for CPUs with AVX-512 VNNI and bf16; minutes to hours")
     parser.add_argument("source", type=Path, help="model folder in bf16, fp16 or fp32 (safetensors)")
-    parser.add_argument("out", type=Path, help="new folder for the int8 model (must not exist)")
+    parser.add_argument("out", type=Path, help="new folder for the quantised model (must not exist)")
     arguments = parser.parse_args(argv)
     if arguments.out.exists():
         return cannot("quantise", f"{arguments.out} already exists; name a new folder.")
     arguments.out.mkdir(parents=True)
     try:
-        quantize_folder(arguments.source, arguments.out)
+        quantize(arguments.source, arguments.out, arguments.weights)
     except ModelLoadError as error:
         shutil.rmtree(arguments.out)
         return cannot("quantise", error)
-    print(f"==> int8 model written to {arguments.out}; set CHAT_MODEL={arguments.out} to use it")
+    print(f"==> {arguments.weights} model written to {arguments.out}; set CHAT_MODEL={arguments.out} to use it")
     return 0
 
 

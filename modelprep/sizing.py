@@ -16,6 +16,7 @@ GIB = 1024**3
 # ran the model, 2.75 GiB since (`python -m bench.then_now`); rounded up.
 RUNTIME_BYTES = int(3 * GIB)
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+INT4_GROUP = 128  # weights per scale in 4-bit layers (modelprep.int4)
 # Tokens per KV-cache block: vLLM caches and shares whole blocks of a prompt, so a persona's system prompt
 # (about 80 tokens) is shared by every chat only with blocks smaller than vLLM's 128 on CPU.
 KV_BLOCK_TOKENS = 32
@@ -65,12 +66,18 @@ class ModelShape:
 
 
 def weight_bytes(shape: ModelShape, weights: str, dtype: str = "bfloat16") -> int:
-    """Bytes of weights in memory: `weights` is "int8" (linear layers int8 with a scale per row) or "original"."""
+    """Bytes of weights in memory: `weights` is "int8" (linear layers int8 with a scale per row), "int4" (the
+    decoder's linear layers 4-bit with a scale per 128 weights, an untied head int8) or "original"."""
     element = DTYPE_BYTES[dtype]
-    if weights != "int8":
+    if weights not in ("int8", "int4"):
         return shape.parameters() * element
     rows, linear = shape.linear_rows_and_parameters()
-    return linear + rows * element + shape.other_parameters() * element
+    if weights == "int8":
+        return linear + rows * element + shape.other_parameters() * element
+    head = 0 if shape.tied_embeddings else shape.vocab
+    decoder = linear - head * shape.hidden
+    return decoder // 2 + decoder // INT4_GROUP * element + head * (shape.hidden + element) + (
+        shape.other_parameters() * element)
 
 
 def kv_cache_bytes(shape: ModelShape, tokens: int, dtype: str = "bfloat16") -> int:
@@ -114,7 +121,7 @@ def memory_table() -> str:
                                                               for chats, context in CASES) + " |",
              "|---|---|---:|" + "---:|" * len(CASES)]
     for name, shape in QWEN.items():
-        for weights, label in (("int8", "int8"), ("original", "bf16")):
+        for weights, label in (("int4", "int4"), ("int8", "int8"), ("original", "bf16")):
             weight = weight_bytes(shape, weights)
             needed = [memory_needed(weight, kv_cache_bytes(shape, chats * context)) for chats, context in CASES]
             lines.append(f"| {name} | {label} | {weight / GIB:.1f} | "

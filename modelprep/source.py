@@ -21,9 +21,9 @@ from modelscope_hub.errors import CacheNotFound, HubError
 from modelprep.demo import DEMOS, fetch_demo_gguf
 from config.errors import ModelLoadError
 from modelprep.gguf import convert_gguf
-from modelprep.hardware import fast_int8
+from modelprep.hardware import fast_int8, int4_kernel
 from modelprep.cache import build_once, is_complete
-from modelprep.quantization import quantize_folder, weight_format
+from modelprep.quantization import quantize, weight_format
 
 MODELSCOPE_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 PREPARE_HINT = "Run ./run.sh (it prepares the model before starting the app) or `.venv/bin/python -m modelprep`."
@@ -40,11 +40,17 @@ def default_demo() -> str:
 def resolve_model(spec: str, cache_dir: Path, prepare: bool, weights: str = "auto") -> Path:
     """The local folder for `spec` (the `CHAT_MODEL` setting) in the `weights` format (`CHAT_WEIGHTS`; `auto`
     serves a demo model in int8 where the CPU computes int8 fast, see `fast_int8`); fetch, convert or
-    quantise it only if `prepare`."""
+    quantise it only if `prepare`. 4-bit weights only where vLLM's 4-bit kernel runs (`int4_kernel`)."""
+    if weights == "int4" and not int4_kernel():
+        raise ModelLoadError("CHAT_WEIGHTS=int4: this CPU lacks AVX-512 VNNI or bf16, which vLLM's 4-bit kernel "
+                             "needs (without them it crashes or crawls). Set CHAT_WEIGHTS=int8 (or auto) instead.")
     folder = _source_folder(spec, cache_dir, prepare)
     demo = not spec or spec in DEMOS
+    what = "The bundled demo model" if demo else f"CHAT_MODEL={spec}"
     if weights == "int8" or (weights == "auto" and demo and fast_int8()):
-        return _int8(folder, cache_dir, prepare, "The bundled demo model" if demo else f"CHAT_MODEL={spec}")
+        return _quantized(folder, "int8", cache_dir, prepare, what)
+    if weights == "int4":
+        return _quantized(folder, "int4", cache_dir, prepare, what)
     return folder
 
 
@@ -78,19 +84,21 @@ def _converted(folder: Path, source: Callable[[], Path], prepare: bool, what: st
     return build_once(folder, lambda out: convert_gguf(gguf, out))
 
 
-def _int8(folder: Path, cache_dir: Path, prepare: bool, what: str) -> Path:
-    """`folder` if it is int8 already, else its int8 copy in the cache, quantised once when preparing."""
-    if weight_format(folder) == "int8":
+def _quantized(folder: Path, weights: str, cache_dir: Path, prepare: bool, what: str) -> Path:
+    """`folder` if it is in `weights` ("int8", "int4") already, else its copy in the cache, quantised once when
+    preparing."""
+    if weight_format(folder) == weights:
         return folder
-    parent = folder.parent if folder.is_relative_to(cache_dir) else cache_dir / "int8" / _key(folder.resolve())
-    target = parent / f"{folder.name}-int8"
+    parent = folder.parent if folder.is_relative_to(cache_dir) else cache_dir / weights / _key(folder.resolve())
+    target = parent / f"{folder.name}-{weights}"
     if is_complete(target):
         return target
     if not prepare:
-        raise ModelLoadError(f"{what} in int8 (CHAT_WEIGHTS) is not quantised yet, or its copy in {target} is "
+        raise ModelLoadError(f"{what} in {weights} (CHAT_WEIGHTS) is not quantised yet, or its copy in {target} is "
                              "damaged. " + PREPARE_HINT)
-    print(f"==> Quantising {folder.name} to int8 in {target} (once)")
-    return build_once(target, lambda out: quantize_folder(folder, out))
+    took = " (calibrated: about 10 minutes a billion parameters on 2 cores)" if weights == "int4" else ""
+    print(f"==> Quantising {folder.name} to {weights} in {target} (once){took}")
+    return build_once(target, lambda out: quantize(folder, out, weights))
 
 
 def _key(text: object) -> str:

@@ -36,7 +36,7 @@ def test_no_model_means_the_demo_model_and_paths_expand_the_home_folder(monkeypa
     ({"CHAT_MODEL": "/m", "CHAT_ENABLE_THINKING": "maybe"}, "CHAT_ENABLE_THINKING"),
     ({"CHAT_REPETITION_PENALTY": "0.5"}, "CHAT_REPETITION_PENALTY"),
     ({"CHAT_TOP_K": "-1"}, "CHAT_TOP_K"),
-    ({"CHAT_WEIGHTS": "int4"}, "CHAT_WEIGHTS"),
+    ({"CHAT_WEIGHTS": "int2"}, "CHAT_WEIGHTS"),
     ({"CHAT_RESERVED_CPUS": "-1"}, "CHAT_RESERVED_CPUS"),
     ({"CHAT_BATCH_TOKENS": "32"}, "CHAT_BATCH_TOKENS"),
     ({"CHAT_STREAM_UPDATE_SECONDS": "-0.1"}, "CHAT_STREAM_UPDATE_SECONDS"),
@@ -65,6 +65,16 @@ def test_int8_is_the_default_only_where_the_cpu_multiplies_int8_natively(monkeyp
                         ({"avx_vnni"}, True), ({"amx_int8"}, True)):
         monkeypatch.setattr(hardware, "cpu_flags", lambda flags=flags: frozenset(flags))
         assert hardware.fast_int8() is fast, flags
+
+
+def test_4bit_weights_only_where_vllm_has_their_kernel(monkeypatch):
+    import modelprep.hardware as hardware
+
+    for flags, runs in (({"avx2", "fma", "avx_vnni"}, False), ({"avx512f", "avx512_vnni"}, False),
+                        ({"avx512f", "avx512_bf16"}, False), ({"avx512_vnni", "avx512_bf16"}, True),
+                        ({"amx_int8", "amx_bf16"}, True)):
+        monkeypatch.setattr(hardware, "cpu_flags", lambda flags=flags: frozenset(flags))
+        assert hardware.int4_kernel() is runs, flags
 
 
 def test_engine_urls_are_checked_and_listed():

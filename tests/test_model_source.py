@@ -43,6 +43,20 @@ def test_an_empty_chat_model_serves_the_larger_demo_only_where_int8_is_fast(monk
         assert model_source.default_demo() == expected
 
 
+def test_4bit_weights_are_refused_where_the_cpu_lacks_their_kernel_and_never_chosen_by_auto(tiny_model_dir, tmp_path,
+                                                                                          monkeypatch):
+    # An AVX2-only CPU, as at many client sites: vLLM's 4-bit kernel would crash there (vllm issue 55613).
+    monkeypatch.setattr(model_source, "int4_kernel", lambda: False)
+    monkeypatch.setattr(model_source, "fast_int8", lambda: False)
+    monkeypatch.setattr(model_source, "quantize", lambda *_: pytest.fail("quantised"))
+    with pytest.raises(ModelLoadError, match=r"CHAT_WEIGHTS=int4: this CPU lacks AVX-512 VNNI or bf16.*CHAT_WEIGHTS=int8"):
+        resolve_model(str(tiny_model_dir), tmp_path, prepare=True, weights="int4")
+    assert resolve_model(str(tiny_model_dir), tmp_path, prepare=True, weights="auto") == tiny_model_dir
+    monkeypatch.setattr(model_source, "int4_kernel", lambda: True)  # where it runs, the app only looks the copy up
+    with pytest.raises(ModelLoadError, match=r"in int4 \(CHAT_WEIGHTS\) is not quantised yet.*\./run\.sh"):
+        resolve_model(str(tiny_model_dir), tmp_path, prepare=False, weights="int4")
+
+
 def test_a_gguf_file_is_converted_once_and_a_damaged_copy_is_rebuilt(tiny_model_dir, tmp_path, monkeypatch):
     gguf_file = write_gguf(tiny_model_dir, tmp_path / "tiny-q8.gguf")
     cache = tmp_path / "cache"

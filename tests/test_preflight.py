@@ -45,6 +45,18 @@ def test_a_cpu_without_avx2_is_refused(model):
         check_model(model, SETTINGS, flags=frozenset({"sse4_2"}), available_bytes=64 * GIB)
 
 
+@pytest.mark.parametrize("quantization", [
+    {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"],
+                                                                         "weights": {"num_bits": 4}}}},
+    {"quant_method": "awq", "bits": 4, "group_size": 128}, {"quant_method": "gptq", "bits": 4, "group_size": 128}])
+def test_4bit_weights_are_refused_on_a_cpu_without_their_kernel(model, quantization):
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "quantization_config": quantization}))
+    with pytest.raises(ModelLoadError, match=r"model has 4-bit weights.*AVX-512 VNNI and bf16.*crash"):
+        check_model(model, SETTINGS, flags=frozenset({"avx2", "fma", "avx_vnni"}), available_bytes=64 * GIB)
+    check_model(model, SETTINGS, flags=AVX512 | {"avx512_vnni"}, available_bytes=64 * GIB)
+
+
 def test_too_little_memory_is_refused_with_the_figures(model):
     with pytest.raises(ModelLoadError, match=r"needs about 5\.0 GiB .* 3 GiB for the runtime\) but only 3\.0 GiB .* CHAT_KV_CACHE_GIB"):
         check_model(model, SETTINGS, flags=AVX512, available_bytes=3 * GIB)

@@ -1,16 +1,22 @@
-"""The int8 quantise command: its layout, its refusals, the cache copy, and how closely int8 tracks 16-bit."""
+"""The quantise command: int8's layout, its refusals, the cache copy, how closely int8 tracks 16-bit; a 4-bit copy
+calibrated and served on vLLM's W4A8 kernel."""
 
 import json
 import math
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 import torch
 from safetensors import safe_open
 
+from bench.isolate import run_isolated
 from config.settings import PROJECT_ROOT
 from config.errors import ModelLoadError
+from modelprep.hardware import int4_kernel
+from modelprep.int4 import quantize_int4
 from modelprep.source import resolve_model
 from modelprep.quantization import quantize_folder, quantize_weight, weight_format
 from tests.tiny_model import build_tiny_thinker
@@ -103,6 +109,59 @@ def test_int8_tracks_16_bit_in_the_engine(tiny_model_dir, tmp_path):
     assert abs(result["int8_vs_original"]) < 0.03
     # Each token's log-probability moves by under 3 % of the average one (the tiny model's are about -8); seen:
     # 2.5 % on a CPU without bfloat16, where the original runs in float32, a finer reference than bfloat16.
-    assert result["mean_abs_logprob_difference"] < 0.03 * math.log(result["original"]["perplexity"])
+    assert result["int8_mean_abs_logprob_difference"] < 0.03 * math.log(result["original"]["perplexity"])
     assert all(answer["original"] and answer["int8"] for answer in result["answers"])
     assert "| int8 |" in (tmp_path / "quality.md").read_text()
+
+
+def served_4bit(model: str) -> dict:
+    """In a fresh process (`bench.isolate`): the model in vLLM with the app's engine settings, in this process so
+    that its layers can be looked at; which kernel path its 4-bit layers took, and its greedy answer."""
+    import os
+
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    from transformers import AutoTokenizer
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    from config.settings import load_settings
+    from engine.chat_engine import engine_options
+    from engine.prompt import render_prompt
+
+    llm = LLM(**engine_options(load_settings(), Path(model)))
+    paths = llm.apply_model(lambda network: sorted({module.use_w4a8 for module in network.modules()
+                                                    if hasattr(module, "use_w4a8")}))[0]
+    prompt = render_prompt(AutoTokenizer.from_pretrained(model), "", [{"role": "user", "content": "你好"}], budget=1024)
+    answer = llm.generate([TokensPrompt(prompt_token_ids=prompt.token_ids)], SamplingParams(temperature=0,
+                                                                                           max_tokens=64))
+    return {"w4a8": paths, "answer": answer[0].outputs[0].text}
+
+
+@pytest.mark.skipif(not int4_kernel(), reason="vLLM's 4-bit kernel needs AVX-512 VNNI and bf16")
+def test_a_4bit_copy_is_calibrated_and_served_on_the_w4a8_kernel_saying_what_16_bit_says(tmp_path):
+    source = build_tiny_thinker(tmp_path / "untied")  # untied head, as Qwen2.5-7B's: it becomes int8
+    out = tmp_path / "int4"
+    out.mkdir()
+    quantize_int4(source, out, iterations=2, samples=4)
+    with safe_open(out / "model.safetensors", "pt") as int4:
+        assert int4.get_tensor("model.layers.0.mlp.up_proj.weight_packed").dtype == torch.int32
+        assert int4.get_tensor("lm_head.weight").dtype == torch.int8 and "lm_head.weight_scale" in int4.keys()
+        assert int4.get_tensor("model.embed_tokens.weight").dtype == torch.bfloat16
+    assert weight_format(out) == "int4" and "lm_head" not in json.loads(
+        (out / "config.json").read_text())["quantization_config"]["ignore"]
+    served = run_isolated("tests.test_quantize:served_4bit", model=str(out))
+    assert served["w4a8"] == [True]  # every 4-bit layer on W4A8 (engine.int4_kernel), none on the slow W4A16
+    script = json.loads((source / "script.json").read_text())
+    assert served["answer"].startswith("<think>" + script["thinking"])  # the scripted model's script, kept in 4 bits
+
+
+def test_a_4bit_copy_rounded_to_nearest_has_the_calibrated_layout(tmp_path):
+    # bench.seven_b's path for random weights: no calibration, one block in memory at a time.
+    source = build_tiny_thinker(tmp_path / "untied")
+    out = tmp_path / "int4"
+    out.mkdir()
+    quantize_int4(source, out, iterations=0)
+    with safe_open(out / "model.safetensors", "pt") as int4:
+        assert int4.get_tensor("model.layers.0.mlp.up_proj.weight_packed").dtype == torch.int32
+        assert int4.get_tensor("lm_head.weight").dtype == torch.int8
+    assert weight_format(out) == "int4"
