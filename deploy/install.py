@@ -104,7 +104,7 @@ def install_model(source: Path, target: Path) -> None:
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(source, partial)
-    if not is_complete(partial):
+    if not is_complete(partial, thorough=True):
         raise DeployError(f"The model copied to {partial} does not match its manifest; check the disk and run "
                           "./install.sh again.")
     shutil.rmtree(target, ignore_errors=True)
