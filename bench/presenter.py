@@ -1,14 +1,15 @@
 """`python -m bench.presenter`: speed as a presenter sees it, a real Chromium page on the same machine as the app,
 against visitors from elsewhere (socket clients, one and eight at once), all on the same app in one run.
 
-For each configuration (`CONFIGS`: the app's defaults before and after the presenter work), alternating,
-`--repeats` times: the app serves one long greedy reply (a question it has not seen, `--tokens` new tokens,
-end-of-sequence ignored) to a socket client, then eight to eight socket clients at once, then one to a
-Chromium page. The socket clients' rate is their streamed deltas' (tokens after each one's first over the time
-from the first delta to the last); the page's is
-its reply's text as shown, re-tokenised with the model's tokenizer, over the time between the text's first
-and last change in the page. The page's CPU (Chromium's whole process tree) is reported per 100 streamed
-tokens. Writes `docs/benchmark/presenter.json` (or `--out`).
+For each configuration (`CONFIGS`: the app's defaults, and the same with one core kept from the engine for the
+web server, as vLLM's CPU guide recommends), alternating, `--repeats` times: the app serves one long greedy reply
+(a question it has not seen, `--tokens` new tokens, end-of-sequence ignored) to a socket client, then eight to
+eight socket clients at once, then one to a Chromium page. The socket clients' rate is their streamed deltas'
+(tokens after each one's first over the time from the first delta to the last); the page's is its reply's text
+as shown, re-tokenised with the model's tokenizer, over the time between the text's first and last change in
+the page. The page's CPU (Chromium's whole process tree) is reported per 100 streamed tokens. The summary gives
+the page's rate against the socket client's on the same app, and each rate with the reserved core against the
+defaults. Writes `docs/benchmark/presenter.json` (or `--out`).
 """
 
 from __future__ import annotations
@@ -32,10 +33,8 @@ from harness.questions import question
 from config.settings import load_settings
 from modelprep.source import resolve_model
 
-# The app's defaults before the presenter work (updates to the page every 0.1 s, the sidebar every 0.4 s)
-# and today's; the other settings are the defaults in both.
-CONFIGS: dict[str, dict[str, str]] = {
-    "before": {"CHAT_STREAM_UPDATE_SECONDS": "0.1", "CHAT_SIDEBAR_UPDATE_SECONDS": "0.4"}, "after": {}}
+# The app's defaults, and the same with a core reserved for the web server (`CHAT_RESERVED_CPUS`).
+CONFIGS: dict[str, dict[str, str]] = {"defaults": {}, "reserved_core": {"CHAT_RESERVED_CPUS": "1"}}
 WATCH_REPLY = """
 window.replyChanges = [];
 new MutationObserver(() => {
@@ -131,9 +130,10 @@ def run(model: Path, tokens: int, repeats: int) -> dict:
                    "page_cpu_s_per_100_tokens": round(statistics.median(
                        run["page_cpu_s_per_100_tokens"] for run in runs["page"]), 2)}
                for name, runs in results.items()}
-    summary["page_after_vs_socket_before"] = round(summary["after"]["page"] / summary["before"]["socket"], 2)
-    for where in ("socket", "socket_8"):
-        summary[f"{where}_after_vs_before"] = round(summary["after"][where] / summary["before"][where], 2)
+    for name in CONFIGS:
+        summary[name]["page_vs_socket"] = round(summary[name]["page"] / summary[name]["socket"], 2)
+    summary["reserved_core_vs_defaults"] = {where: round(summary["reserved_core"][where] / summary["defaults"][where], 2)
+                                            for where in ("socket", "socket_8", "page")}
     return {"model": model.name, "new_tokens": tokens, "repeats": repeats, "configs": CONFIGS, "summary": summary,
             "runs": results}
 
