@@ -1,7 +1,7 @@
 """`python -m bench [--quick] [--skip NAME ...]`: every system on the fixed workload, in one run on this machine.
 
 Measures the memory bandwidth and the decode ceilings it implies, the transformers baseline, this app's
-engine in bf16 and int8 at 1, 2, 4 and 8 chats, the full UI path at 1 and 8 chats (with the weights the
+engine in bf16 and int8 (and int4 where the CPU runs it and the demo's copy is prepared) at 1, 2, 4 and 8 chats, the full UI path at 1 and 8 chats (with the weights the
 app serves on this CPU), and llama.cpp when llama-cpp-python is installed; then writes results.json, chart.png and table.md. Each system runs in a
 fresh process; this app's runs are repeated (5 times by default) and the median kept, the sequential
 baselines (minutes long, and steady) run once. Then the other benchmarks (`STAGES`, each `python -m
@@ -32,7 +32,9 @@ from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS
 from harness.figures import median_run
 from harness.questions import questions
 from config.settings import PROJECT_ROOT, load_settings
-from modelprep.hardware import fast_int8, resolve_dtype
+from config.errors import ModelLoadError
+from modelprep.hardware import fast_int8, int4_kernel, resolve_dtype
+from modelprep.source import resolve_model
 from modelprep.demo import DEMOS
 from web.memory import tree_pss
 
@@ -62,11 +64,22 @@ def ui_runs(model: Path, concurrency: list[int], repeats: int, log: Path) -> dic
         app.stop()
 
 
+def demo_int4(cache: Path) -> Path | None:
+    """The demo model's 4-bit copy, if this CPU runs 4-bit weights and the set-up has made it."""
+    try:
+        return resolve_model(DEMO, cache, prepare=False, weights="int4") if int4_kernel() else None
+    except ModelLoadError:
+        print(f"==> int4 skipped: not prepared (CHAT_WEIGHTS=int4 .venv/bin/python -m modelprep --demo {DEMO})")
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 and 2 chats only (under two minutes on a tiny model)")
     parser.add_argument("--model", type=Path, help="16-bit model folder (default: the demo model)")
     parser.add_argument("--int8", type=Path, help="its int8 folder (default: the demo's, or quantised on the spot)")
+    parser.add_argument("--int4", type=Path, help="its 4-bit folder (default: the demo's, where prepared and the CPU "
+                                                  "runs 4-bit weights)")
     parser.add_argument("--gguf", type=Path, help="GGUF for llama.cpp (default: the demo's, if llama-cpp-python is "
                                                   "installed)")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each N for this app (the median is kept)")
@@ -92,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     print("==> transformers generate, bf16, users one after another", flush=True)
     systems["transformers_bf16_sequential"] = run_isolated("bench.baseline:run", model=str(model),
                                                            users=max(concurrency))
-    for fmt, folder in (("bf16", model), ("int8", int8)):
+    int4 = arguments.int4 or (None if arguments.model else demo_int4(settings.cache_dir))
+    for fmt, folder in (("bf16", model), ("int8", int8), *((("int4", int4),) if int4 else ())):
         print(f"==> This app's engine, {fmt}, {concurrency} chats at once", flush=True)
         systems[f"engine_{fmt}"] = run_isolated("bench.engine_runs:run", model=str(folder), concurrency=concurrency,
                                                   repeats=repeats)

@@ -1,4 +1,4 @@
-"""`python -m bench.quality [--quick]`: how much int8 weights cost in quality, measured by the engine itself.
+"""`python -m bench.quality [--quick] [--int4 FOLDER]`: what int8 (and 4-bit) weights cost in quality, measured by the engine itself.
 
 Perplexity of each model on `bench/heldout.txt` (Chinese and English prose written for this project,
 never seen in training), from the log-probabilities vLLM gives every token of a prompt, in windows of
@@ -70,35 +70,41 @@ def perplexity(logprobs: list[float]) -> float:
     return math.exp(-sum(logprobs) / len(logprobs))
 
 
-def report(original: dict, int8: dict, questions: list[str]) -> dict:
-    languages = list(original["logprobs"])
+def report(runs: dict[str, dict], questions: list[str]) -> dict:
+    """Perplexity of each run ("original" and the quantised ones), and how far each quantised one is from it."""
+    languages = list(runs["original"]["logprobs"])
     every = {name: [value for language in languages for value in run["logprobs"][language]]
-             for name, run in (("original", original), ("int8", int8))}
-    result = {"tokens": {language: len(original["logprobs"][language]) for language in languages}}
-    for name, run in (("original", original), ("int8", int8)):
+             for name, run in runs.items()}
+    result = {"tokens": {language: len(runs["original"]["logprobs"][language]) for language in languages}}
+    for name, run in runs.items():
         result[name] = {"perplexity": perplexity(every[name]),
                         **{f"perplexity_{language}": perplexity(run["logprobs"][language]) for language in languages}}
-    result["int8_vs_original"] = result["int8"]["perplexity"] / result["original"]["perplexity"] - 1
-    result["mean_abs_logprob_difference"] = sum(abs(a - b) for a, b in zip(every["original"], every["int8"])) / len(
-        every["original"])
-    result["answers"] = [{"question": q, "original": a, "int8": b}
-                         for q, a, b in zip(questions, original["answers"], int8["answers"])]
+    for name in [name for name in runs if name != "original"]:
+        result[f"{name}_vs_original"] = result[name]["perplexity"] / result["original"]["perplexity"] - 1
+        result[f"{name}_mean_abs_logprob_difference"] = sum(
+            abs(a - b) for a, b in zip(every["original"], every[name])) / len(every["original"])
+    result["answers"] = [{"question": question, **{name: run["answers"][index] for name, run in runs.items()}}
+                         for index, question in enumerate(questions[:len(runs["original"]["answers"])])]
     return result
 
 
-def markdown(result: dict, names: tuple[str, str]) -> str:
+def markdown(result: dict, names: dict[str, str]) -> str:
+    """`names`: each run's key and its label."""
     lines = [f"Perplexity on `bench/heldout.txt` ({result['tokens']['zh']} Chinese + {result['tokens']['en']} "
              f"English tokens), lower is better:", "",
              "| Weights | All | Chinese | English |", "|---|---:|---:|---:|"]
-    for key, name in zip(("original", "int8"), names):
+    for key, name in names.items():
         figures = result[key]
         lines.append(f"| {name} | {figures['perplexity']:.3f} | {figures['perplexity_zh']:.3f} | "
                      f"{figures['perplexity_en']:.3f} |")
-    lines += ["", f"int8 against the original: {100 * result['int8_vs_original']:+.2f} % perplexity; each token's "
-              f"log-probability moved by {result['mean_abs_logprob_difference']:.3f} on average.", "",
-              "Greedy answers:", "", f"| Question | {names[0]} | {names[1]} |", "|---|---|---|"]
+    lines.append("")
+    for key in [key for key in names if key != "original"]:
+        lines.append(f"{key} against the original: {100 * result[f'{key}_vs_original']:+.2f} % perplexity; each "
+                     f"token's log-probability moved by {result[f'{key}_mean_abs_logprob_difference']:.3f} on average.")
+    lines += ["", "Greedy answers:", "", "| Question | " + " | ".join(names.values()) + " |",
+              "|---|" + "---|" * len(names)]
     for answer in result["answers"]:
-        cells = [answer["question"], answer["original"], answer["int8"]]
+        cells = [answer["question"], *(answer[key] for key in names)]
         lines.append("| " + " | ".join(cell.replace("\n", "<br>").replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -108,16 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="600 characters of each language, two short answers")
     parser.add_argument("--model", type=Path, help="16-bit model folder (default: the demo model)")
     parser.add_argument("--int8", type=Path, help="its int8 folder (default: the demo's, or quantised on the spot)")
+    parser.add_argument("--int4", type=Path, help="its 4-bit folder too (`modelprep.int4`; default: none)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark", help="output folder")
     arguments = parser.parse_args(argv)
     scratch = tempfile.TemporaryDirectory()
     model, int8 = model_pair(arguments.model, arguments.int8, Path(scratch.name))
-    original_run = run_isolated("bench.quality:score", model=str(model), quick=arguments.quick)
-    int8_run = run_isolated("bench.quality:score", model=str(int8), quick=arguments.quick)
-    result = report(original_run, int8_run, QUESTIONS)
+    folders = {"original": model, "int8": int8, **({"int4": arguments.int4} if arguments.int4 else {})}
+    runs = {name: run_isolated("bench.quality:score", model=str(folder), quick=arguments.quick)
+            for name, folder in folders.items()}
+    result = report(runs, QUESTIONS)
     arguments.out.mkdir(parents=True, exist_ok=True)
     (arguments.out / "quality.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    text = markdown(result, (f"{model.name} (16-bit)", "int8"))
+    text = markdown(result, {"original": f"{model.name} (16-bit)", **{name: name for name in folders if name != "original"}})
     (arguments.out / "quality.md").write_text(text)
     print(text)
     return 0

@@ -22,6 +22,7 @@ def labels(results: dict) -> dict[str, str]:
         "llama_cpp_q4_sequential": "llama.cpp Q4_K_M, one after another",
         "engine_bf16": f"this app's engine, bf16 weights in {results['dtype']}",
         "engine_int8": "this app's engine, int8",
+        "engine_int4": "this app's engine, int4 (W4A8)",
         "ui": f"full UI path (Chainlit), {served}",
     }
 

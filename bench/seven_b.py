@@ -7,13 +7,14 @@ configuration (28 layers, hidden 3584, 28 query / 4 KV heads, intermediate 18,94
 untied output head) and the demo model's tokenizer and chat template, one safetensors shard at a time
 (15.2 GB). Its text is gibberish; the benchmark ignores end-of-sequence and times fixed lengths.
 
-`python -m bench.seven_b` compares this app (the model quantised to int8 by our quantise command) with
-`llama-server` (8 slots, on Q8_0 and Q4_K_M files made by llama.cpp's own converter and `llama-quantize`) at
-1 and 8 chats of 32 new tokens, and records what the app holds in memory. Peak disk stays under 25 GB: the
-bf16 folder is deleted once the int8 copy is made and written again (same seed, same numbers) for the GGUF
-files, and Q4_K_M is quantised from the Q8_0 file (no 15 GB bf16 GGUF in between); every copy is deleted
-after its run, so a second run builds them again (about 10 minutes). Writes
-`docs/benchmark/seven_b.json` and `seven_b.md`.
+`python -m bench.seven_b [--weights int8 int4]` compares this app (the model in int8 by our quantise command,
+and in 4 bits where the CPU runs them) with `llama-server` (8 slots, on Q8_0 and Q4_K_M files made by llama.cpp's
+own converter and `llama-quantize`) at 1 and 8 chats of 32 new tokens, and records what the app holds in memory.
+The 4-bit copy is made by the same command as the demo's, AutoRound, rounding to nearest: random weights have
+nothing to calibrate, and the layout and kernel are the same. Peak disk stays under 30 GB: the bf16 folder is
+deleted once the app's copies are made and written again (same seed, same numbers) for the GGUF files, and
+Q4_K_M is quantised from the Q8_0 file (no 15 GB bf16 GGUF in between); every copy is deleted after its run, so
+a second run builds them again (about 20 minutes). Writes `docs/benchmark/seven_b.json` and `seven_b.md`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from bench.workload import DEMO, stage_parser
 from config.settings import load_settings
 from modelprep.cache import build_once
 from modelprep.source import resolve_model
+from modelprep.hardware import int4_kernel
+from modelprep.int4 import quantize_int4
 from modelprep.quantization import quantize_folder
 
 CONFIG = {
@@ -101,31 +104,45 @@ def _requantized(tools: Path, q8: Path, out: Path) -> None:
                     "Q4_K_M"], check=True)
 
 
+def _app_copy(folder: Path, weights: str, out: Path) -> None:
+    if weights == "int4":
+        quantize_int4(folder, out, iterations=0)
+    else:
+        quantize_folder(folder, out)
+
+
 def main() -> None:
     parser = stage_parser("seven_b", __doc__, tokens=32, repeats=1)
+    parser.add_argument("--weights", nargs="+", choices=("int8", "int4"),
+                        help="the app's formats, one after another (default: int8, and int4 where the CPU runs it)")
     arguments = parser.parse_args()
+    formats = arguments.weights or ["int8"] + (["int4"] if int4_kernel() else [])
     settings = load_settings()
     demo = resolve_model(DEMO, settings.cache_dir, prepare=False, weights="original")
     tools = llama_server.build(settings.cache_dir)
     bench_dir = settings.cache_dir / "bench"
     tokenizer = AutoTokenizer.from_pretrained(demo)
     with tempfile.TemporaryDirectory() as scratch:
-        # One copy of the model on disk at a time beside the bf16 folder: int8 first, served, then deleted.
-        int8 = build_once(bench_dir / f"{NAME}-int8",
-                          lambda out: quantize_folder(seven_b(settings.cache_dir, demo), out))
+        # The app's copies first, from one bf16 folder, which then makes way for the GGUF files.
+        copies = {weights: build_once(bench_dir / f"{NAME}-{weights}", lambda out, weights=weights: _app_copy(
+            seven_b(settings.cache_dir, demo), weights, out)) for weights in formats}
         shutil.rmtree(bench_dir / NAME, ignore_errors=True)
-        app = run_app(int8, arguments.tokens, arguments.repeats, Path(scratch) / "app.log", ready_timeout=1800)
-        shutil.rmtree(int8)
+        apps = []
+        for weights, copy in copies.items():
+            label = f", {weights} weights" if len(copies) > 1 else ""
+            apps.append(run_app(copy, arguments.tokens, arguments.repeats, Path(scratch) / f"app-{weights}.log",
+                                ready_timeout=1800, label=label))
+            shutil.rmtree(copy)
         q8 = build_once(bench_dir / f"{NAME}-Q8_0", lambda out: llama_server.convert_q8(
             seven_b(settings.cache_dir, demo), out / f"{NAME}-Q8_0.gguf", settings.cache_dir)) / f"{NAME}-Q8_0.gguf"
         shutil.rmtree(bench_dir / NAME, ignore_errors=True)
         q4 = build_once(bench_dir / f"{NAME}-Q4_K_M", lambda out: _requantized(tools, q8, out)) / f"{NAME}-Q4_K_M.gguf"
         systems = run_llama_servers(tools, {"Q4_K_M": q4, "Q8_0": q8}, tokenizer, arguments.tokens,
-                                    arguments.repeats, Path(scratch)) + [app]
+                                    arguments.repeats, Path(scratch)) + apps
         shutil.rmtree(q8.parent)
         shutil.rmtree(q4.parent)
-    write({"model": NAME, "weights": "random, Qwen2.5-7B-Instruct's shape", "new_tokens": arguments.tokens,
-           "repeats": arguments.repeats, "systems": systems}, arguments.out)
+    write({"model": NAME, "weights": "random, Qwen2.5-7B-Instruct's shape", "formats": formats,
+           "new_tokens": arguments.tokens, "repeats": arguments.repeats, "systems": systems}, arguments.out)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ tour-guide questions), so only the persona's system prompt can come from a prefi
 of each system, on a cold cache, is reported on its own. Then the "real replies" workload: the eight tour-guide
 questions at once (new to the engine, as above) with the app's default sampling (temperature, top-p, top-k
 and repetition penalty, over the whole reply for both; llama-server's min-p off) and natural lengths, up to
-the app's reply budget. Writes `docs/benchmark/versus.json` and its table `versus.md` (or `--out`).
+the app's reply budget. `--weights int8 int4` runs the app in each format in turn, in the same run. Writes
+`docs/benchmark/versus.json` and its table `versus.md` (or `--out`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from harness.questions import questions, system_prompt
 from config.settings import Settings, load_settings
 from modelprep.demo import DEMOS
 from web.memory import tree_pss
+from modelprep.quantization import weight_format
 from modelprep.source import resolve_model
 from engine.prompt import render_prompt
 
@@ -69,7 +71,7 @@ def run_app_real(model: Path, repeats: int, log: Path, ready_timeout: float = 18
         app.stop()
 
 
-def run_app(model: Path, tokens: int, repeats: int, log: Path, ready_timeout: float = 180) -> dict:
+def run_app(model: Path, tokens: int, repeats: int, log: Path, ready_timeout: float = 180, label: str = "") -> dict:
     started = time.perf_counter()
     app = AppProcess(model, log, CHAT_TEMPERATURE="0", CHAT_REPETITION_PENALTY="1", CHAT_MAX_NEW_TOKENS=str(tokens),
                      CHAT_IGNORE_EOS="true")
@@ -79,7 +81,8 @@ def run_app(model: Path, tokens: int, repeats: int, log: Path, ready_timeout: fl
         cold = asyncio.run(serve_app(app.url, questions("cold", 1)))
         runs = {chats: [asyncio.run(serve_app(app.url, questions(f"{repeat}", chats)))
                         for repeat in range(repeats)] for chats in CHATS}
-        return _result("this app (its defaults, through its sockets)", ready, cold, runs, tree_pss(app.process.pid))
+        return _result(f"this app{label} (its defaults, through its sockets)", ready, cold, runs,
+                       tree_pss(app.process.pid))
     finally:
         app.stop()
 
@@ -152,10 +155,13 @@ def table(result: dict) -> str:
 
 def main() -> None:
     parser = stage_parser("versus", __doc__, tokens=128, repeats=3)
+    parser.add_argument("--weights", nargs="+", choices=("auto", "int8", "int4", "original"),
+                        help="the app in each of these weight formats, one after another (default: CHAT_WEIGHTS)")
     arguments = parser.parse_args()
     settings = load_settings()
     folder = resolve_model(DEMO, settings.cache_dir, prepare=False, weights="original")
-    served = resolve_model(DEMO, settings.cache_dir, prepare=False, weights=settings.weights)
+    formats = arguments.weights or [settings.weights]
+    served = {weights: resolve_model(DEMO, settings.cache_dir, prepare=False, weights=weights) for weights in formats}
     tools = llama_server.build(settings.cache_dir)
     ggufs = {"Q4_K_M": settings.cache_dir / "demo" / f"{DEMOS[DEMO].name}.gguf",
              "Q8_0": llama_server.gguf(tools, folder, "Q8_0", settings.cache_dir)}
@@ -163,9 +169,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         systems = run_llama_servers(tools, ggufs, tokenizer, arguments.tokens, arguments.repeats, Path(scratch),
                                     settings)
-        systems.append({**run_app(served, arguments.tokens, arguments.repeats, Path(scratch) / "app.log"),
-                        "real_replies": run_app_real(served, arguments.repeats, Path(scratch) / "app-real.log")})
-    write({"model": served.name, "new_tokens": arguments.tokens, "repeats": arguments.repeats,
+        for model in served.values():
+            label = f", {weight_format(model)} weights" if len(served) > 1 else ""
+            systems.append({**run_app(model, arguments.tokens, arguments.repeats, Path(scratch) / "app.log",
+                                      label=label),
+                            "real_replies": run_app_real(model, arguments.repeats, Path(scratch) / "app-real.log")})
+    write({"model": folder.name, "weights": formats, "new_tokens": arguments.tokens, "repeats": arguments.repeats,
            "cpu_cores": psutil.cpu_count(), "systems": systems}, arguments.out)
 
 
