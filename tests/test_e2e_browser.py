@@ -28,11 +28,18 @@ pytestmark = pytest.mark.e2e
 
 RECORD_REPLY_LENGTHS = """
 window.replyLengths = [];
+window.endlessAnimations = {};  // name: at how many of the reply's lengths it was running
 new MutationObserver(() => {
     const replies = document.querySelectorAll('%s');
     if (replies.length) {
         const length = replies[replies.length - 1].innerText.length;
-        if (length !== window.replyLengths.at(-1)) window.replyLengths.push(length);
+        if (length !== window.replyLengths.at(-1)) {
+            window.replyLengths.push(length);
+            const endless = window.endlessAnimations;
+            for (const animation of document.getAnimations())
+                if (animation.effect.getTiming().iterations === Infinity && animation.playState === "running")
+                    endless[animation.animationName] = (endless[animation.animationName] || 0) + 1;
+        }
     }
 }).observe(document, {subtree: true, childList: true, characterData: true});
 """ % REPLY
@@ -50,6 +57,10 @@ def test_reply_streams_into_the_page(browser, app):
     assert len(lengths) >= 5 and lengths[0] < len(text) / 2 and lengths[-1] == len(text), lengths
     assert len(text) > 50
     assert not re.search(r"<\|im_(start|end)\|>|<\|endoftext\|>", text)
+    # Nothing on the page animates without end while the reply streams (each frame of it would be the model's CPU,
+    # public/chat.css): the cursor stays still. (An avatar's placeholder pulses for a moment while its image loads.)
+    endless = page.evaluate("window.endlessAnimations")
+    assert all(count <= len(lengths) / 2 for count in endless.values()), (endless, len(lengths))
     page.screenshot(path=str(ARTIFACTS / "chat.png"))
     page.close()
 
@@ -231,7 +242,17 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     page.set_viewport_size({"width": 1400, "height": 900})  # the README's screenshot
     page.wait_for_selector('[data-stat="app_memory_mib"]', timeout=30_000)
     question = "推荐三个广州的景点"
-    ask_and_wait(page, question)
+    # While the reply runs, the machine's memory in use grows by 512 MiB (here, in the test process); the sidebar's
+    # refreshes show it. (On a quiet machine it may otherwise not move by a MiB in five seconds.) A virtual machine
+    # backs memory touched for the first time slowly (1.3 s for these 512 MiB here; CI's reply ended before its
+    # ballast showed), so the same amount is touched once beforehand and the ballast then lands at once.
+    warm = b"\x01" * 2**29
+    del warm
+    used_before = int(page.evaluate(READ_STATS)["system_used_mib"])
+    send(page, question)
+    ballast = b"\x01" * 2**29
+    page.wait_for_selector(REPLY, timeout=30_000)
+    page.wait_for_selector("#chat-submit", timeout=180_000)
     page.wait_for_selector('[data-stat="reply_footer"]', timeout=10_000)
     time.sleep(1.0)  # the final refresh follows the footer
     final = page.evaluate(READ_STATS)
@@ -241,7 +262,9 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     # and memory moved. (The reply lasts about five seconds where the demo runs int8 fast.)
     assert len({values["tokens_per_s"] for values in streaming}) >= 3, streaming[-3:]
     assert len({values["generated_tokens"] for values in streaming}) >= 3
-    assert len({(values["app_memory_mib"], values["system_used_mib"]) for values in streaming}) >= 2
+    assert any(int(values["system_used_mib"]) >= used_before + 400 for values in streaming), (
+        used_before, sorted({values["system_used_mib"] for values in streaming}), final["system_used_mib"])
+    del ballast
     assert final["running"] == "0" and final["model"].startswith("Qwen2.5-Coder-0.5B-Instruct")
     assert final["weights"] == ("int8" if fast_int8() else resolve_dtype("auto"))
     assert final["dtype"] == resolve_dtype("auto")
@@ -292,9 +315,11 @@ def test_sidebar_costs_no_decode_speed(browser, demo_app):
         assert line.endswith(f"sidebar {sidebar}"), line
         speeds[sidebar].append(float(re.search(r"([\d.]+) tokens/s", line).group(1)))
         page.close()
-    mean = {state: sum(values) / len(values) for state, values in speeds.items()}
-    (ARTIFACTS / "sidebar-cost.json").write_text(json.dumps({"decode_tokens_per_s": speeds, "mean": mean}))
-    assert mean["on"] >= 0.8 * mean["off"], speeds  # generous: this only separates cheap from broken
+    best = {state: max(values) for state, values in speeds.items()}
+    (ARTIFACTS / "sidebar-cost.json").write_text(json.dumps({"decode_tokens_per_s": speeds, "best": best}))
+    # The best of each: a shared machine only ever slows a reply (CI once saw 17.6 beside 27.4 with the sidebar on,
+    # 35.8 and 30.1 off, failing a comparison of means), while a costly sidebar slows every reply it is on for.
+    assert best["on"] >= 0.8 * best["off"], speeds  # generous: this only separates cheap from broken
 
 
 def test_teaching_view_shows_the_exact_prompt(browser, app, paced_model_dir):
