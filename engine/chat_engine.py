@@ -42,6 +42,7 @@ from engine.prompt import Message, RenderedPrompt
 from modelprep.quantization import weight_format
 from modelprep.sizing import KV_BLOCK_TOKENS, kv_cache_budget
 from engine.replies import prepare_reply, reply_events
+from engine.spawn import main_module_hidden
 from engine.token_text import pieces
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,7 @@ class VllmEngine:
             config = args.create_engine_config()
             # The OpenMP variables vLLM gives a worker process (threads, cores to bind them to), given here
             # to the engine-core process, which runs the model; this process's OpenMP has started already.
-            with OMPProcessManager(config).configure_omp_envs(rank=0, local_rank=0):
+            with OMPProcessManager(config).configure_omp_envs(rank=0, local_rank=0), main_module_hidden():
                 llm = AsyncLLM.from_vllm_config(config, stat_loggers=[watch.logger])
             if not all(await llm.collective_rpc("install_sampler_speedup")):
                 log.warning("vLLM's sampler is not the one engine.sampler_speedup knows: its own sampler runs")
