@@ -3,7 +3,9 @@
 This app's engine on the demo model (the weights the app serves here) writes `--tokens` tokens (greedy,
 end-of-sequence ignored) for one chat and for eight at once, with vLLM's log-probabilities of the 20 likeliest
 tokens at each place (`Sampling.logprobs`, what the teaching view asks for) and without, alternating, `--repeats`
-times, every question new to the engine; medians. Writes `docs/benchmark/logprobs.json`.
+times, every question new to the engine; medians. First, right after the engine is ready, it times the first token
+of a first reply with log-probabilities and of the next one (a teacher turning the view on in front of a class).
+Writes `docs/benchmark/logprobs.json`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ CHATS = (1, 8)
 
 async def serve(engine: VllmEngine, chats: int, sampling: Sampling, tag: str) -> float:
     """Tokens per second over all `chats` replies, submitted together."""
+    return summarise(await replies(engine, chats, sampling, tag))["aggregate_tokens_per_s"]
+
+
+async def replies(engine: VllmEngine, chats: int, sampling: Sampling, tag: str) -> list[Reply]:
+    """The replies to `chats` new questions submitted together, timed from their arrival."""
     rendered = [render_prompt(engine.tokenizer, system_prompt(), [{"role": "user", "content": question}],
                               budget=engine.settings.max_model_len - sampling.max_new_tokens)
                 for question in questions(tag, chats)]
@@ -40,8 +47,8 @@ async def serve(engine: VllmEngine, chats: int, sampling: Sampling, tag: str) ->
 
     arrival = time.perf_counter()
     await asyncio.gather(*(chat(index) for index in range(chats)))
-    return summarise([Reply(reply.first_token_at - arrival, reply.last_token_at - arrival, reply.generated_tokens)
-                      for reply in latest])["aggregate_tokens_per_s"]
+    return [Reply(reply.first_token_at - arrival, reply.last_token_at - arrival, reply.generated_tokens)
+            for reply in latest]
 
 
 def main() -> None:
@@ -52,6 +59,10 @@ def main() -> None:
     sides = {"off": 0, "on": ALTERNATIVES}
     runs: dict[str, dict[int, list[float]]] = {side: {chats: [] for chats in CHATS} for side in sides}
     try:
+        teaching = Sampling(0.7, 0.8, 8, top_k=20, logprobs=ALTERNATIVES)
+        first_tokens = [round(asyncio.run(replies(engine, 1, teaching, f"logprobs-first-{index}"))[0].first_token, 2)
+                        for index in range(2)]
+        print(f"==> first token of the first two replies with log-probabilities: {first_tokens} s", flush=True)
         for repeat in range(arguments.repeats):
             for chats in CHATS:
                 for side, alternatives in sides.items():
@@ -64,10 +75,12 @@ def main() -> None:
     medians = {side: {f"{chats}_chats_tokens_per_s": statistics.median(rates) for chats, rates in by_chats.items()}
                for side, by_chats in runs.items()}
     result = {"model": model.name, "weights": engine.weight_format, "new_tokens": arguments.tokens,
-              "repeats": arguments.repeats, "alternatives": ALTERNATIVES, "median": medians, "runs": runs,
+              "repeats": arguments.repeats, "alternatives": ALTERNATIVES,
+              "first_teaching_replies_first_token_s": first_tokens, "median": medians, "runs": runs,
               "on_over_off": {key: round(medians["on"][key] / medians["off"][key], 2) for key in medians["off"]}}
     Path(arguments.out).write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({key: result[key] for key in ("median", "on_over_off")}, indent=1))
+    print(json.dumps({key: result[key] for key in ("first_teaching_replies_first_token_s", "median", "on_over_off")},
+                     indent=1))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from vllm.v1.sample.ops import topk_topp_sampler
 from vllm.v1.sample.ops.penalties import apply_all_penalties
 from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
 
-from engine.sampler_speedup import SamplerSpeedup, draw, repetition_penalty, top_k_top_p
+from engine.sampler_speedup import SamplerSpeedup, count_at_least, draw, repetition_penalty, top_k_top_p
 
 pytestmark = pytest.mark.fast
 VOCAB = 151_936
@@ -107,10 +107,12 @@ def test_each_kept_token_is_drawn_as_often_as_its_probability():
 def test_installed_in_place_of_vllms_sampler_once():
     worker = SimpleNamespace(model_runner=SimpleNamespace(sampler=vllm_sampler.Sampler()))
     penalties, masking = vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p
+    ranks = vllm_sampler.batched_count_greater_than
     try:
         assert SamplerSpeedup.install_sampler_speedup(worker)
         assert vllm_sampler.apply_all_penalties is not penalties
         assert topk_topp_sampler.apply_top_k_top_p is not masking
+        assert vllm_sampler.batched_count_greater_than is count_at_least  # not compiled on a first teaching reply
         installed = (vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p,
                      worker.model_runner.sampler.topk_topp_sampler.forward)
         assert installed[2].__name__ == "fast_sample"
@@ -119,6 +121,7 @@ def test_installed_in_place_of_vllms_sampler_once():
                 worker.model_runner.sampler.topk_topp_sampler.forward) == installed
     finally:
         vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p = penalties, masking
+        vllm_sampler.batched_count_greater_than = ranks
 
 
 def test_vllms_own_sampler_stays_where_it_is_not_the_one_this_was_written_for():

@@ -52,18 +52,20 @@ def weighed_prompt(element: cl.CustomElement, logprobs: Sequence[float | None]) 
 
 
 def token_view(tokens: Sequence[TokenProbability], sampling: Sampling) -> cl.CustomElement:
-    """Each token with `prob`, its probability under the sampling used (the colour), and `model_prob`, the model's;
-    its likeliest alternatives with both."""
+    """Each token with `prob`, its probability under the sampling used (the colour), `model_prob`, the model's, and
+    whether `prob` is exact (`engine.distribution.exact`); its likeliest alternatives with both probabilities."""
     shown = []
     for token in tokens:
         after = _drawn_from(token, sampling)
         used = next((share for (other, _, _), share in zip(token.top, after) if other == token.token_id), 0.0)
         shown.append({"id": token.token_id, "text": token.piece, "prob": _significant(used),
                       "model_prob": _probability(token.logprob),
+                      "exact": exact([logprob for _, _, logprob in token.top], sampling),
                       "top": [{"id": other, "text": text, "model_prob": _probability(logprob),
                                "prob": _significant(share)}
                               for (other, text, logprob), share in zip(token.top[:SHOWN], after)]})
     return cl.CustomElement(name="TokenView", display="inline", props={
-        "title": "回答的词元 The reply's tokens", "tokens": shown, "exact": exact(sampling),
+        "title": "回答的词元 The reply's tokens", "tokens": shown,
+        "exact": all(token["exact"] for token in shown),
         "sampling": f"temperature {sampling.temperature:g} · top_k {sampling.top_k or 'off'} · top_p {sampling.top_p:g}"
                     f" · repetition_penalty {sampling.repetition_penalty:g}"})

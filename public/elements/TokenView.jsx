@@ -32,6 +32,7 @@ export default function TokenView() {
       </div>
       {props.tokens.map((token, index) => (
         <span key={index} data-token-id={token.id} data-prob={scored ? token.prob : undefined}
+              data-exact={scored ? String(token.exact) : undefined}
               data-model-prob={token.model_prob} data-special={token.special ? "" : undefined}
               title={`#${token.id}` + (scored ? ` · ${percent(token.prob)}` : "")
                      + (token.model_prob === undefined ? "" : ` (model ${percent(token.model_prob)})`)}
@@ -44,7 +45,7 @@ export default function TokenView() {
             <span data-alternatives="" className="rounded-md border bg-background p-2 shadow-md"
                   style={{ position: "absolute", left: 0, top: "1.75rem", zIndex: 50, width: "max-content", whiteSpace: "pre" }}>
               <span className="block text-xs text-muted-foreground">
-                模型 model ▮ · 采样 sampling ▮{props.exact ? "" : " ≈ (approximate: top-k off or a repetition penalty)"}
+                模型 model ▮ · 采样 sampling ▮{token.exact ? "" : " ≈ (approximate: top-k off, tied past the alternatives returned, or a repetition penalty)"}
               </span>
               {token.top.map((alternative) => (
                 <span key={alternative.id} className="block" data-alternative-id={alternative.id}
