@@ -35,7 +35,7 @@ from history.conversation import REPLY, SOURCES, Conversation
 from history.records import forget_idle
 from history.schema import open_database
 from history.store import ChatStore
-from ui import chat_options
+from ui import chat_options, tokenizer_bench
 from ui.dashboard import Dashboard, footer, footer_figures
 from ui.thought import Thought
 from ui.token_view import WEIGH_PROMPT, prompt_view, token_view, weighed_prompt
@@ -65,6 +65,7 @@ try:
     open_database(SETTINGS.database)
     KNOWLEDGE = KnowledgeBase(SETTINGS.knowledge_index, SETTINGS.knowledge_folder,
                               {name: persona.knowledge for name, persona in PERSONAS.items()})
+    OTHER_DEMOS = tokenizer_bench.other_demos(SETTINGS.cache_dir, MODEL)  # the Tokenize command compares with them
 except ChatError as error:
     sys.exit(cannot("start", error))
 make_private(SETTINGS.state_dir, [path for path in (SETTINGS.users_file, SETTINGS.database, Path(".env")) if path])
@@ -78,7 +79,7 @@ add_owner_checks(STORE, LOGINS)
 # The longest question taken: text people write packs fewer than 8 characters into a token, so a longer one
 # could not fit the model's context anyway.
 guard_socket(max_message_chars=8 * SETTINGS.max_model_len, logins=LOGINS is not None,
-             thread_exists=STORE.thread_exists)
+             thread_exists=STORE.thread_exists, commands=frozenset({tokenizer_bench.COMMAND["id"]}))
 GATE = ReplyGate(SETTINGS.max_concurrent_replies)
 GUARD = MemoryGuard(int(SETTINGS.min_available_gib * GIB))
 MEMORY = MemoryMonitor()
@@ -159,6 +160,7 @@ async def open_conversation(conversation: Conversation, options: dict, sidebar_l
     cl.user_session.set("options", options)
     cl.user_session.set("dashboard", None)
     await cl.ChatSettings(chat_options.widgets(SETTINGS, options, THINKING_SWITCH)).send()
+    await cl.context.emitter.set_commands([tokenizer_bench.COMMAND])
     try:
         await engine_with_notice()
     except ChatError:
@@ -255,6 +257,9 @@ async def answer(message: cl.Message) -> None:
                                       "(the user was removed or the password changed): reload the page and log in "
                                       "again.").send()
         return
+    if message.command == tokenizer_bench.COMMAND["id"]:
+        await split_into_tokens(message)
+        return
     try:
         engine = await engine_with_notice()
         await knowledge_with_notice()
@@ -301,6 +306,22 @@ async def answer(message: cl.Message) -> None:
         finally:
             await notice.remove()  # also when stopped, or the tab closed, while waiting
     await tell_if_unsaved()
+
+
+async def split_into_tokens(message: cl.Message) -> None:
+    """The Tokenize command: the text's tokens and counts, from the tokenizers alone. Neither the text nor the
+    answer enters the conversation or the stored thread."""
+    await STORE.forget_step(message.id)
+    try:
+        engine = await engine_with_notice()
+    except ChatError:
+        return  # the notice says why
+    tokens = await asyncio.to_thread(engine.tokens, message.content)
+    others = {name: await asyncio.to_thread(tokenizer_bench.count_in, folder, message.content)
+              for name, folder in OTHER_DEMOS.items()}
+    answer = tokenizer_bench.report(message.content, tokens, engine.model_name, others)
+    await answer.send()
+    await STORE.forget_step(answer.id)
 
 
 async def start_reply(engine: ChatEngine, system_prompt: str, history: list, sampling: Sampling,

@@ -141,6 +141,9 @@ class ChatEngine(Protocol):
         """The model's log-probability of each prompt token after the ones before it (None for the first): one
         prefill of the whole prompt, for the teaching view. Raises `ChatError` where the engine cannot."""
 
+    def tokens(self, text: str) -> list[tuple[int, str]]:
+        """The model's tokens for `text`: each id with its text (`engine.token_text.split`); call off the event loop."""
+
     def state(self) -> EngineState: ...
 
     def is_alive(self) -> bool:

@@ -44,7 +44,7 @@ from modelprep.quantization import weight_format
 from modelprep.sizing import KV_BLOCK_TOKENS, kv_cache_budget
 from engine.replies import prepare_reply, reply_events
 from engine.spawn import main_module_hidden
-from engine.token_text import pieces
+from engine.token_text import pieces, split
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -271,6 +271,9 @@ class VllmEngine:
                 # Cancelling the engine-side task makes AsyncLLM abort the request in the engine core.
                 job.cancel()
                 log.info("Request %s aborted after %d tokens", request_id, generated)
+
+    def tokens(self, text: str) -> list[tuple[int, str]]:
+        return split(self.tokenizer, text)
 
     def state(self) -> EngineState:
         """The model, how it runs, and vLLM's latest report of requests running and waiting and KV-cache use."""

@@ -33,6 +33,7 @@ from config.settings import Settings
 from config.errors import EngineUnavailableError, ModelLoadError
 from engine.replies import reply_events
 from engine.prompt import Message, RenderedPrompt
+from engine.token_text import split
 
 log = logging.getLogger(__name__)
 CHECK_SECONDS = 2.0
@@ -264,6 +265,9 @@ class RemoteEngine:
     async def prompt_logprobs(self, prompt: RenderedPrompt) -> list[float | None]:
         raise EngineUnavailableError("提示词的概率只能在本机引擎上计算。 The prompt's probabilities are computed by the "
                                      "in-process engine only, not yet through vLLM servers (CHAT_ENGINE_URLS).")
+
+    def tokens(self, text: str) -> list[tuple[int, str]]:
+        return split(self.tokenizer, text)
 
     def state(self) -> EngineState:
         servers = tuple(ServerReport(replica.name, state.ready, state.problem, replica.in_flight, state.running,

@@ -1,8 +1,9 @@
 """What each token of a byte-level BPE tokenizer (Qwen's) stands for, as text a person can read.
 
 A token is a run of bytes. Most are whole characters (a Chinese character, a word with its leading space);
-some are part of a character whose bytes the next token completes: those are shown as their bytes, `\\xe5\\xb9`,
-since they are no text on their own. Special tokens (`<|im_start|>`) are shown as they are written.
+some hold part of a character whose bytes the next token completes: those bytes are shown as such, `\\xe5\\xb9`,
+since they are no text on their own, and the token's whole characters as text. Special tokens (`<|im_start|>`) are
+shown as they are written.
 """
 
 from __future__ import annotations
@@ -34,15 +35,17 @@ def piece(token: str) -> str:
     byte_of = _byte_of()
     if not all(character in byte_of for character in token):
         return token  # a special or added token, written as itself
-    raw = bytes(byte_of[character] for character in token)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return "".join(f"\\x{byte:02x}" for byte in raw)
+    return bytes(byte_of[character] for character in token).decode("utf-8", errors="backslashreplace")
 
 
 def pieces(tokenizer, token_ids: Sequence[int]) -> list[str]:
     return [piece(token) for token in tokenizer.convert_ids_to_tokens(list(token_ids))]
+
+
+def split(tokenizer, text: str) -> list[tuple[int, str]]:
+    """The tokens `tokenizer` splits `text` into (special tokens written in it count as themselves), with their text."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    return list(zip(ids, pieces(tokenizer, ids)))
 
 
 def with_pieces(tokenizer, prompt: RenderedPrompt) -> RenderedPrompt:

@@ -75,11 +75,13 @@ class ChatClient:
         await self.socket.emit("connection_successful")
         await asyncio.wait_for(self.started.wait(), 60)
 
-    async def ask(self, question: str) -> None:
+    async def ask(self, question: str, command: str | None = None) -> None:
+        """Send `question`, as the composer does (with one of the app's commands chosen, if `command`)."""
         self.generated_tokens = None
         await self.socket.emit("client_message", {"message": {
             "id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message", "output": question,
-            "createdAt": datetime.now(UTC).isoformat()}, "fileReferences": None})
+            "createdAt": datetime.now(UTC).isoformat(), **({"command": command} if command else {})},
+            "fileReferences": None})
 
     async def ask_and_wait(self, question: str, timeout: float = 30) -> str:
         """The reply's whole text, once its footer arrived."""

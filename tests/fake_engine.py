@@ -99,6 +99,9 @@ class FakeEngine:
     async def prompt_logprobs(self, prompt: RenderedPrompt) -> list[float | None]:
         raise EngineUnavailableError("The scripted engine has no model to weigh a prompt with.")
 
+    def tokens(self, text: str) -> list[tuple[int, str]]:
+        return [(ord(character), character) for character in text]  # one token per character, as it renders
+
     def state(self) -> EngineState:
         return EngineState(self.model_name, "scripted", "none", 1, self._settings.max_model_len, self._running)
 

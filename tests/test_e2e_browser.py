@@ -177,6 +177,26 @@ def test_demo_model_answers_the_tour_guide_in_chinese(browser, demo_app):
     page.close()
 
 
+def test_the_tokenize_command_shows_the_models_tokens_and_generates_nothing(browser, demo_app, demo_model_dir):
+    from transformers import AutoTokenizer
+
+    text = "广州塔高600米，Canton Tower 龘"  # 龘: one character over three tokens
+    page = open_chat(browser, demo_app)
+    replies = demo_app.log().count("Reply:")
+    page.click("#command-tokenize")  # the composer's button
+    send(page, text)
+    page.wait_for_selector("[data-token-view] [data-token-id]", timeout=30_000)
+    ids = page.locator("[data-token-view]").last.locator("[data-token-id]").evaluate_all(
+        "spans => spans.map(span => Number(span.dataset.tokenId))")
+    expected = AutoTokenizer.from_pretrained(demo_model_dir).encode(text, add_special_tokens=False)
+    assert ids == expected
+    page.wait_for_selector(f"text={len(expected)} 个词元 tokens")
+    assert page.locator("[data-token-view]").last.get_by_text("\\xbe").count() == 1  # a split character's byte
+    page.screenshot(path=str(ARTIFACTS / "tokenize.png"))
+    assert demo_app.log().count("Reply:") == replies  # nothing was generated
+    page.close()
+
+
 SIGHTS = ("陈家祠", "沙面", "上下九", "花城广场", "广州塔", "越秀公园", "北京路", "珠江", "中山纪念堂", "永庆坊", "白云山")
 
 

@@ -109,6 +109,21 @@ async def test_the_teaching_view_shows_the_prompt_the_engine_got(fake_app):
     await visitor.socket.disconnect()
 
 
+async def test_the_tokenize_command_splits_the_text_and_adds_nothing_to_the_conversation(fake_app):
+    visitor = await visit(fake_app.url)
+    assert [[command["id"] for command in data] for event, data in visitor.events if event == "set_commands"] == [
+        ["tokenize"]]
+    replies_before = fake_app.log().count("Reply:")
+    await visitor.ask("广州塔 tower", command="tokenize")
+    await until(lambda: any(element["name"] == "TokenView" for element in visitor.elements()))
+    view = next(element for element in visitor.elements() if element["name"] == "TokenView")
+    assert [token["text"] for token in view["props"]["tokens"]] == list("广州塔 tower")  # the fake's tokenizer
+    assert [token["id"] for token in view["props"]["tokens"]] == [ord(character) for character in "广州塔 tower"]
+    assert visitor.said(r"scripted-fake: \*\*9 个词元 tokens\*\* · 9 个字符 characters")
+    assert not visitor.replies() and fake_app.log().count("Reply:") == replies_before  # nothing was generated
+    assert (await visitor.ask_and_wait("你好")).startswith("[1 messages]")  # the text did not enter the conversation
+    await visitor.socket.disconnect()
+
 
 def thoughts(visitor: ChatClient) -> dict[str, dict]:
     """The thinking steps the visitor was sent, by id: their streamed text and whether they ended."""

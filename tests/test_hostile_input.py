@@ -22,7 +22,7 @@ from history.schema import open_database
 from tests.test_history import new_store, step
 from ui.chat_options import checked, initial_options
 from web.auth import LoginThrottle
-from web.socket_guard import Refused, _check_auth
+from web.socket_guard import Refused, _check_auth, _question
 
 pytestmark = pytest.mark.fast
 SETTINGS = load_settings({})
@@ -62,6 +62,15 @@ def test_a_crafted_thread_id_is_refused_at_connect():
     with pytest.raises(Refused, match="not a UUID"):
         _check_auth(auth)
     assert _check_auth({**auth, "threadId": ""}) is None  # the page's new chat
+
+
+@given(JSON)
+def test_a_question_is_sent_with_an_offered_command_or_none(command):
+    message = {"id": "2f1f4c3e-6d2a-4b8e-9c1d-3a5b7e9f0a12", "output": "广州塔", "command": command}
+    if command is None:
+        return  # a plain question: taken further on, where the session is known
+    with pytest.raises(Refused, match="no command"):
+        _question(100, frozenset({"tokenize"}), "a-sid", {"message": message})
 
 
 @settings(max_examples=300)

@@ -10,7 +10,7 @@ from transformers import AutoTokenizer
 from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
 
 from engine.api import Sampling
-from engine.token_text import pieces
+from engine.token_text import piece, pieces
 from engine.distribution import ALTERNATIVES, exact, reshape
 
 pytestmark = pytest.mark.fast
@@ -25,6 +25,7 @@ def test_each_token_shows_its_text_or_its_bytes(tokenizer):
     text = "<|im_start|>欢迎来到广州 tower 龘"  # 龘 is not in the tiny vocabulary: three byte tokens
     ids = tokenizer.encode(text, add_special_tokens=False)
     assert pieces(tokenizer, ids) == ["<|im_start|>", "欢迎来到广州", " t", "ow", "er", " ", "\\xe9", "\\xbe", "\\x98"]
+    assert piece("Ġé") == " \\xe9"  # a space and the first byte of 龘 in one token (Qwen's): the space stays text
 
 
 LOGPROBS = [math.log(p) for p in (0.5, 0.2, 0.15, 0.1, 0.05)]

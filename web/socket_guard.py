@@ -40,10 +40,11 @@ class Refused(Exception):
         self.tell = tell
 
 
-def guard_socket(max_message_chars: int, logins: bool, thread_exists: Callable[[str], Awaitable[bool]]) -> None:
+def guard_socket(max_message_chars: int, logins: bool, thread_exists: Callable[[str], Awaitable[bool]],
+                 commands: frozenset[str] = frozenset()) -> None:
     """Put the checks in front of Chainlit's socket handlers. `max_message_chars`: the longest question taken
     (longer ones cannot fit the model's context anyway); `logins`: whether visitors log in; `thread_exists`:
-    whether the database holds a thread of that id."""
+    whether the database holds a thread of that id; `commands`: the ids of the composer's commands the app offers."""
     handlers = server.sio.handlers["/"]
     connect = handlers["connect"]
 
@@ -62,7 +63,7 @@ def guard_socket(max_message_chars: int, logins: bool, thread_exists: Callable[[
 
     handlers["connect"] = checked_connect
     for event in TEXT_EVENTS:
-        handlers[event] = _checked(event, handlers[event], functools.partial(_question, max_message_chars))
+        handlers[event] = _checked(event, handlers[event], functools.partial(_question, max_message_chars, commands))
     for event in OFF:
         handlers[event] = _checked(event, handlers[event], _never)
     for event in ("chat_settings_change", "chat_settings_edit"):
@@ -112,9 +113,9 @@ def _check_auth(auth: Any) -> str | None:
     return thread_id
 
 
-def _question(max_chars: int, sid: str, payload: Any) -> dict:
-    """A question rebuilt from what the page sends (its id, text and time): always a `user_message`, without
-    the client's type, metadata, parent or files; one at a time in each chat."""
+def _question(max_chars: int, commands: frozenset[str], sid: str, payload: Any) -> dict:
+    """A question rebuilt from what the page sends (its id, text, time and the app's command it was sent with): always
+    a `user_message`, without the client's type, metadata, parent or files; one at a time in each chat."""
     message = payload.get("message") if isinstance(payload, dict) else None
     if not isinstance(message, dict):
         raise Refused("no message")
@@ -127,6 +128,9 @@ def _question(max_chars: int, sid: str, payload: Any) -> dict:
         raise Refused(f"the message has {len(text)} characters, more than the {max_chars} taken",
                       f"这条消息太长（{len(text)} 字），最多 {max_chars} 字，请缩短或分成几条发送。 This message is too long "
                       f"({len(text)} characters; at most {max_chars} fit): please shorten it or split it into several.")
+    command = message.get("command")
+    if command is not None and (not isinstance(command, str) or command not in commands):
+        raise Refused(f"no command {str(command)[:40]!r} is offered")
     if payload.get("fileReferences"):
         raise Refused("file uploads are off")
     task = WebsocketSession.get(sid).current_task
@@ -136,7 +140,8 @@ def _question(max_chars: int, sid: str, payload: Any) -> dict:
     name = message.get("name")
     return {"message": {"id": message["id"], "threadId": "", "type": "user_message", "output": text,
                         "name": name if isinstance(name, str) and len(name) <= 100 else "User",
-                        "createdAt": created if isinstance(created, str) and len(created) <= 40 else ""},
+                        "createdAt": created if isinstance(created, str) and len(created) <= 40 else "",
+                        **({"command": command} if command else {})},
             "fileReferences": None}
 
 

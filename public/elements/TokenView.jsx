@@ -3,7 +3,8 @@
 // model's own in data-model-prob), and a click opens the likeliest tokens at that place with two bars each: the
 // model's probability, and the sampling's (temperature, top-k, top-p) that the reply was drawn from. A prompt's
 // tokens show their ids on hover, the template's special tokens marked, and a button asks for their probabilities
-// (one prefill: props.action). Token text is data: React renders it as text, never as HTML.
+// (one prefill: props.action). With props.ids (the Tokenize command) each token's id shows under it. Token text is
+// data: React renders it as text, never as HTML.
 import { useState } from "react";
 
 const colour = (prob) => (prob === undefined ? {} : { background: `hsla(${Math.round(120 * prob)}, 75%, 45%, 0.35)` });
@@ -41,6 +42,7 @@ export default function TokenView() {
                                                                          : "border-muted-foreground/40"} ${scored ? "cursor-pointer" : ""}`}
               style={colour(scored ? token.prob : token.model_prob)}>
           {visible(token.text)}
+          {props.ids && <sub className="ml-px text-[0.6rem] text-muted-foreground">{token.id}</sub>}
           {open === index && (
             <span data-alternatives="" className="rounded-md border bg-background p-2 shadow-md"
                   style={{ position: "absolute", left: 0, top: "1.75rem", zIndex: 50, width: "max-content", whiteSpace: "pre" }}>
