@@ -13,16 +13,13 @@ import os
 import re
 import sys
 from contextlib import aclosing
-from dataclasses import replace
 from pathlib import Path
 from collections.abc import AsyncIterator
 
 import chainlit as cl
-from chainlit.utils import utc_now
 
 from web.admission import ReplyGate
-from engine.api import (ChatEngine, Finished, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling, TextDelta,
-                        TokenProbability)
+from engine.api import ChatEngine, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling, TokenProbability
 from config.settings import load_settings
 from config.errors import ChatError, MemoryLowError, cannot
 from web.memory import GIB, MemoryGuard, MemoryMonitor
@@ -31,14 +28,14 @@ from engine.service import (current_engine, is_ready, prepare, restarts, shutdow
                             wait_for_engine)
 from engine.thinking import has_switch as has_thinking_switch
 from engine.service import state as engine_state
-from history.conversation import REPLY, SOURCES, Conversation
+from history.conversation import REPLY, SET_ASIDE, SOURCES, Conversation
 from history.records import forget_idle
 from history.schema import open_database
 from history.store import ChatStore
 from ui import chat_options, tokenizer_bench
 from ui.dashboard import Dashboard, footer, footer_figures
-from ui.thought import Thought
-from ui.token_view import WEIGH_PROMPT, prompt_view, token_view, weighed_prompt
+from ui.streaming import Streamed, stream_into
+from ui.token_view import FORCE_TOKEN, WEIGH_PROMPT, Branchable, forced, prompt_view, token_view, weighed_prompt
 from ui.language import chinese_first
 from ui import sources
 from retrieval.grounding import RULES, drawn_on, grounded
@@ -370,71 +367,55 @@ class QueueNotice:
             self._message = None
 
 
+def log_reply(sampling: Sampling, streamed: Streamed, messages: int, kind: str = "Reply") -> None:
+    stats = streamed.stats
+    log.info("%s: temperature %g, top_p %g, max %d new tokens; prompt %d tokens in %d messages, %d generated, "
+             "first token %s s, %s tokens/s, %s, sidebar %s", kind, sampling.temperature, sampling.top_p,
+             sampling.max_new_tokens, stats.prompt_tokens, messages, stats.generated_tokens,
+             _round(stats.time_to_first_token), _round(stats.decode_tokens_per_second), stats.finish_reason,
+             "on" if cl.user_session.get("dashboard") else "off")
+
+
+async def refresh_dashboard(engine: ChatEngine) -> None:
+    if dashboard := cl.user_session.get("dashboard"):
+        await dashboard.refresh(engine)
+
+
 async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent],
                         sampling: Sampling, conversation: Conversation, found: list[Found]) -> None:
-    """Stream one reply into a new message, its thinking (if the model thinks) into a step above it; keep what
-    was said (also when stopped) in the conversation, and never the thinking; name the passages it drew on."""
+    """Stream one reply into a new message (`stream_into`); keep what was said (also when stopped) in the
+    conversation, and never the thinking; name the passages it drew on."""
     reply = cl.Message(content="", metadata={REPLY: {}})
-    thought = Thought(parent_id=reply.parent_id)  # beside the reply, in the same run
-    probabilities: list[TokenProbability] = []  # with the teaching view on
-    stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
-    dashboard: Dashboard | None = cl.user_session.get("dashboard")
-    if dashboard:
-        dashboard.last_reply = stats
-    ticker = asyncio.create_task(dashboard.follow(engine)) if dashboard else None
-    failed = finished = False
+    streamed = Streamed(ReplyStats(prompt_tokens=len(prompt.token_ids)))
     try:
-        async for event in events:
-            stats, finished = event.stats, isinstance(event, Finished)
-            if dashboard:
-                dashboard.last_reply = stats
-            if isinstance(event, TextDelta):
-                probabilities.extend(event.logprobs)
-            if isinstance(event, TextDelta) and event.kind == "thinking":
-                await thought.add(event.text)
-            elif isinstance(event, TextDelta) and (text := event.text if reply.content else event.text.lstrip()):
-                if not reply.content:
-                    # Chainlit stamps a message when it is sent whole; a streamed one is stamped when its answer
-                    # starts, so the page shows it after its thinking.
-                    reply.created_at = utc_now()
-                    await thought.end()  # collapsed when the answer starts
-                await reply.stream_token(text)
-            else:
-                continue
-            # Deltas that arrive meanwhile reach the page as one update: each update costs the page a re-render.
-            await asyncio.sleep(SETTINGS.stream_update_seconds)
-    except ChatError as error:
-        failed = True
-        await cl.ErrorMessage(content=str(error)).send()
+        await stream_into(reply, engine, events, streamed, SETTINGS.stream_update_seconds)
     finally:
-        await thought.end()  # what was thought stays in its step, also when stopped
-        if not finished:
-            stats = replace(stats, finish_reason="abort")  # stopped, or ended by a fault
-        telemetry.record_reply(stats, failed)
-        log.info("Reply: temperature %g, top_p %g, max %d new tokens; prompt %d tokens in %d messages, %d generated, "
-                 "first token %s s, %s tokens/s, %s, sidebar %s", sampling.temperature, sampling.top_p,
-                 sampling.max_new_tokens, stats.prompt_tokens, len(conversation.turns) - prompt.dropped_messages,
-                 stats.generated_tokens,
-                 _round(stats.time_to_first_token), _round(stats.decode_tokens_per_second), stats.finish_reason,
-                 "on" if ticker else "off")
-        if ticker:
-            ticker.cancel()
-        if dashboard:
-            dashboard.last_reply = stats
+        log_reply(sampling, streamed, len(conversation.turns) - prompt.dropped_messages)
         # A stopped reply stays in the chat and in the conversation as what the assistant said.
         if reply.content:
             conversation.answer(reply.id, reply.content)
-            reply.elements = [footer(stats), *([token_view(probabilities, sampling)] if probabilities else [])]
-            reply.metadata[REPLY] = footer_figures(stats)  # stored with it: elements are not
+            # The replies to the latest question, of which the conversation holds one: this, or a branch kept later.
+            cl.user_session.set("alternatives", {reply.id: (reply, reply.content)})
+            reply.elements = [footer(streamed.stats), *teaching_view(reply, prompt, sampling, streamed.probabilities)]
+            reply.metadata[REPLY] = footer_figures(streamed.stats)  # stored with it: elements are not
             if used := drawn_on(found, reply.content, conversation.turns[-2].content):
                 reply.content += sources.sources_line(used)
                 reply.elements += sources.elements(sources.stored(used))
                 reply.metadata[REPLY][SOURCES] = sources.stored(used)
             await reply.update()
-        if dashboard:
-            await dashboard.refresh(engine)
+        await refresh_dashboard(engine)
 
 
+def teaching_view(reply: cl.Message, prompt: RenderedPrompt, sampling: Sampling, tokens: list[TokenProbability],
+                  branch_from: int | None = None) -> list[cl.CustomElement]:
+    """A reply's token view (none without probabilities), whose alternatives' buttons branch from it (`force_token`):
+    the last ten of a session's views can."""
+    if not tokens:
+        return []
+    view = token_view(tokens, sampling, branch_from)
+    kept = list((cl.user_session.get("branchable") or {}).items())[-9:]
+    cl.user_session.set("branchable", {**dict(kept), view.id: Branchable(reply.id, prompt, sampling, tokens)})
+    return [view]
 async def show_prompt(prompt: RenderedPrompt, sampling: Sampling, found: list[Found] | None) -> None:
     """The teaching view: the passages retrieved (with the knowledge base on) and the exact text the chat template
     produced, special tokens included."""
@@ -465,6 +446,94 @@ async def weigh_prompt(action: cl.Action) -> None:
         return
     weighed_prompt(view, logprobs)
     await view.update()
+
+
+KEEP_REPLY = "keep_reply"  # the button under a reply to the latest question that the conversation does not hold
+
+
+@cl.action_callback(FORCE_TOKEN)
+async def force_token(action: cl.Action) -> None:
+    """An alternative's button in a reply's token view: the same reply up to that token, the alternative in its place,
+    and the model's continuation, as a branch below. The conversation keeps the reply it holds; a branch of a reply to
+    the latest question can take its place (`keep_reply`)."""
+    element = action.payload.get("element")
+    origin: Branchable | None = (cl.user_session.get("branchable") or {}).get(element if isinstance(element, str) else "")
+    chosen = forced(origin.tokens, action.payload) if origin else None
+    if chosen is None:
+        await cl.ErrorMessage(content="这个选择已不可用，请重新提问。 That choice is no longer available (the page is older "
+                                      "than the session): ask the question again.").send()
+        return
+    index, token = chosen
+    try:
+        engine = await engine_with_notice()
+        GUARD.check()
+    except ChatError as error:
+        await cl.ErrorMessage(content=str(error)).send()
+        return
+    # The page shows the stop button and holds questions back meanwhile, as while a reply to a question streams.
+    cl.context.session.current_task = asyncio.current_task()
+    await cl.context.emitter.task_start()
+    notice = QueueNotice()
+    try:
+        async with GATE.turn(notice.show):
+            await notice.remove()
+            await stream_branch(engine, origin, index, token)
+    finally:
+        await notice.remove()
+        await cl.context.emitter.task_end()
+
+
+async def stream_branch(engine: ChatEngine, origin: Branchable, index: int, token: TokenProbability) -> None:
+    alternatives = cl.user_session.get("alternatives") or {}
+    branch = cl.Message(content="", metadata={SET_ASIDE: {"branch_from": index}})
+    streamed = Streamed(ReplyStats(prompt_tokens=len(origin.prompt.token_ids)))
+    start = [*(kept.token_id for kept in origin.tokens[:index]), token.token_id]
+    try:
+        async with aclosing(engine.continue_reply(origin.prompt, start, origin.sampling)) as events:
+            await stream_into(branch, engine, events, streamed, SETTINGS.stream_update_seconds)
+    finally:
+        log_reply(origin.sampling, streamed, len(cl.user_session.get("conversation").turns),
+                  kind=f"Branch from token {index}")
+        if branch.content:
+            tokens = [*origin.tokens[:index], token, *streamed.probabilities]
+            branch.elements = [footer(streamed.stats),
+                               *teaching_view(branch, origin.prompt, origin.sampling, tokens, branch_from=index)]
+            branch.metadata[SET_ASIDE].update(footer_figures(streamed.stats))
+            if origin.reply_id in alternatives:  # a reply to the latest question: it can be kept instead
+                alternatives[branch.id] = (branch, branch.content)
+                branch.actions = [keep_button(branch)]
+            await branch.update()
+        await refresh_dashboard(engine)
+
+
+def keep_button(reply: cl.Message) -> cl.Action:
+    return cl.Action(name=KEEP_REPLY, payload={"reply": reply.id}, label="保留这个回答 Keep this reply",
+                     tooltip="对话从这个回答继续 The conversation goes on from this reply")
+
+
+@cl.action_callback(KEEP_REPLY)
+async def keep_reply(action: cl.Action) -> None:
+    """A reply's keep button: it takes the place of the reply the conversation holds for the latest question, there
+    and in the stored thread; that one gets the button."""
+    alternatives = cl.user_session.get("alternatives") or {}
+    conversation: Conversation = cl.user_session.get("conversation")
+    held = conversation.turns[-1].message_id if conversation.turns else None
+    wanted = action.payload.get("reply")
+    chosen = alternatives.get(wanted if isinstance(wanted, str) else "")
+    if chosen is None or held not in alternatives:
+        await cl.ErrorMessage(content="只能保留最新问题的回答。 Only a reply to the latest question can be kept.").send()
+        return
+    (reply, text), (previous, _) = chosen, alternatives[held]
+    if reply is previous:
+        return
+    conversation.rewind(previous.id)
+    conversation.answer(reply.id, text)
+    reply.metadata = {REPLY: reply.metadata.get(SET_ASIDE, {})}
+    previous.metadata = {SET_ASIDE: previous.metadata.get(REPLY, {})}
+    await reply.remove_actions()
+    reply.actions, previous.actions = [], [keep_button(previous)]
+    await reply.update()
+    await previous.update()
 
 
 def _round(value: float | None) -> str:

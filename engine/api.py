@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Protocol
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from engine.prompt import Message, RenderedPrompt
 
@@ -136,6 +136,12 @@ class ChatEngine(Protocol):
         """The events of one reply. The prompt is rendered (old turns dropped to fit) off the caller's event
         loop; the request starts when the event after the prompt is asked for. Raises `ChatError` if the
         engine fails mid-reply; leaving the stream early (a stop button) aborts the request."""
+
+    def continue_reply(self, prompt: RenderedPrompt, start: Sequence[int], sampling: Sampling
+                       ) -> AsyncIterator[TextDelta | Finished]:
+        """The reply to `prompt` that begins with the tokens `start` (a reply's first tokens, the last one chosen by
+        the teacher), continued by the model (`engine.replies.continued_events`): `start`'s text first, then the
+        model's deltas, then `Finished`. Leaving the stream early aborts the request."""
 
     async def prompt_logprobs(self, prompt: RenderedPrompt) -> list[float | None]:
         """The model's log-probability of each prompt token after the ones before it (None for the first): one

@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Sequence
 
 from transformers import PreTrainedTokenizerBase
 from vllm import SamplingParams
@@ -42,7 +42,7 @@ from engine.metrics import SchedulerWatch
 from engine.prompt import Message, RenderedPrompt
 from modelprep.quantization import weight_format
 from modelprep.sizing import KV_BLOCK_TOKENS, kv_cache_budget
-from engine.replies import prepare_reply, reply_events
+from engine.replies import continued_events, prepare_reply, reply_events
 from engine.spawn import main_module_hidden
 from engine.token_text import pieces, split
 
@@ -182,6 +182,10 @@ class VllmEngine:
         """`engine.api.ChatEngine.reply`: the prompt, rendered on a worker thread, then `stream_reply`."""
         return reply_events(self.tokenizer, self.settings.max_model_len, system_prompt, history, sampling,
                             lambda prompt: self.stream_reply(prompt, sampling))
+
+    def continue_reply(self, prompt: RenderedPrompt, start: Sequence[int], sampling: Sampling
+                       ) -> AsyncIterator[TextDelta | Finished]:
+        return continued_events(self.tokenizer, prompt, start, sampling, self.stream_reply)
 
     def _probabilities(self, completion, alternatives: int | None) -> tuple[TokenProbability, ...]:
         """vLLM's log-probabilities of each new token and of the `alternatives` likeliest at its place."""

@@ -19,7 +19,7 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -31,7 +31,7 @@ from engine.api import (EngineState, Finished, ReplyEvent, ReplyStats, Sampling,
 from engine.bridge import Channel
 from config.settings import Settings
 from config.errors import EngineUnavailableError, ModelLoadError
-from engine.replies import reply_events
+from engine.replies import continued_events, reply_events
 from engine.prompt import Message, RenderedPrompt
 from engine.token_text import split
 
@@ -176,6 +176,10 @@ class RemoteEngine:
     def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
         return reply_events(self.tokenizer, self.settings.max_model_len, system_prompt, history, sampling,
                             lambda prompt: self._stream_anywhere(prompt, sampling))
+
+    def continue_reply(self, prompt: RenderedPrompt, start: Sequence[int], sampling: Sampling
+                       ) -> AsyncIterator[TextDelta | Finished]:
+        return continued_events(self.tokenizer, prompt, start, sampling, self._stream_anywhere)
 
     async def _stream_anywhere(self, prompt: RenderedPrompt, sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
         for _ in self.replicas:  # a server found unreachable before it said anything: the next one

@@ -1,14 +1,16 @@
 """What every engine does around a reply: the prompt rendered on a worker thread with the model's chat template
 (old turns dropped to fit beside the reply; a message too long is refused), its tokens' text where the teaching
-view asks for probabilities, and the engine's stream split into thinking and answer where the model thinks."""
+view asks for probabilities, and the engine's stream split into thinking and answer where the model thinks; and a
+reply continued from tokens the teacher chose (the teaching view's branches)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 
-from engine.api import Finished, Refused, ReplyEvent, Sampling, TextDelta
+from engine.api import Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
 from config.errors import MessageTooLongError
 from engine.prompt import Message, RenderedPrompt, render_prompt
 from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
@@ -39,4 +41,24 @@ async def reply_events(tokenizer, max_model_len: int, system_prompt: str, histor
     events = stream(prompt)
     async with aclosing(split_thinking(events, splitter) if splitter else events) as split:
         async for event in split:
+            yield event
+
+
+async def continued_events(tokenizer, prompt: RenderedPrompt, start: Sequence[int], sampling: Sampling,
+                           stream: Callable[[RenderedPrompt, Sampling], AsyncIterator[TextDelta | Finished]]
+                           ) -> AsyncIterator[TextDelta | Finished]:
+    """`engine.api.ChatEngine.continue_reply` for any engine whose `stream(prompt, sampling)` yields a reply's events:
+    `start`'s text as one delta, then the model's continuation of the prompt followed by `start`, sent as token ids
+    (the template's special tokens stay exact), within the reply's budget less `start`. A `start` that ends with a
+    special token (the end of the turn) is a finished reply. Closing this closes, and so aborts, the stream."""
+    text = await asyncio.to_thread(tokenizer.decode, list(start), skip_special_tokens=True)
+    stats = ReplyStats(prompt_tokens=len(prompt.token_ids))
+    yield TextDelta(text, stats, token_ids=tuple(start))
+    if start[-1] in tokenizer.all_special_ids:
+        yield Finished(replace(stats, finish_reason="stop"))
+        return
+    longer = RenderedPrompt(prompt.text + text, [*prompt.token_ids, *start], prompt.dropped_messages)
+    async with aclosing(stream(longer, replace(sampling, max_new_tokens=max(1, sampling.max_new_tokens - len(start))))
+                        ) as events:
+        async for event in events:
             yield event

@@ -18,6 +18,7 @@ import time
 import uuid
 from datetime import datetime, UTC
 
+import httpx
 import socketio
 
 from harness.figures import Reply, summarise
@@ -33,6 +34,7 @@ class ChatClient:
         self.thread_id = thread_id  # a stored conversation to resume
         self.profile = profile  # a persona (chat profile) other than the default
         self.socket = socketio.AsyncClient()
+        self.session_id = str(uuid.uuid4())
         self.token_times: list[float] = []
         self.text = ""  # the streamed reply
         self.generated_tokens: int | None = None
@@ -65,7 +67,7 @@ class ChatClient:
             self.generated_tokens = data["props"]["generated_tokens"]
 
     async def connect(self) -> None:
-        auth = {"sessionId": str(uuid.uuid4()), "clientType": "webapp"}
+        auth = {"sessionId": self.session_id, "clientType": "webapp"}
         if self.thread_id:
             auth["threadId"] = self.thread_id
         if self.profile:
@@ -82,6 +84,13 @@ class ChatClient:
             "id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message", "output": question,
             "createdAt": datetime.now(UTC).isoformat(), **({"command": command} if command else {})},
             "fileReferences": None})
+
+    async def press(self, action: str, payload: dict) -> httpx.Response:
+        """Press one of the app's buttons (a Chainlit action) as the page does, with an HTTP call in this session;
+        returns once the app's handler has run."""
+        async with httpx.AsyncClient(headers=self.headers, timeout=60) as client:
+            return await client.post(f"{self.url}/project/action",
+                                     json={"sessionId": self.session_id, "action": {"name": action, "payload": payload}})
 
     async def ask_and_wait(self, question: str, timeout: float = 30) -> str:
         """The reply's whole text, once its footer arrived."""

@@ -5,7 +5,8 @@ A question asked again under an id already in the conversation is an edit: every
 question on is dropped first, as the page drops it. Beyond `MAX_TURNS` the oldest turns are forgotten: the
 prompt holds only what fits the model's context, and a chat that runs for days must not grow without end. `from_steps` rebuilds a conversation from the steps
 a thread stored: user messages and the app's replies (marked with `REPLY` in their metadata) only, never
-notices, errors, the teaching step or Chainlit's "Task manually stopped." line, nor a reply's sources line. Plain data; knows
+notices, errors, the teaching step, replies set aside (`SET_ASIDE`), Chainlit's "Task manually stopped." line, nor
+a reply's sources line. Plain data; knows
 nothing of Chainlit or the model.
 """
 
@@ -17,6 +18,7 @@ from typing import Literal
 from engine.prompt import Message
 
 REPLY = "reply"  # the metadata key that marks a message as one of the assistant's replies
+SET_ASIDE = "set_aside"  # marks a reply the conversation does not hold: a branch, or a reply the teacher swapped out
 SOURCES = "sources"  # in a reply's REPLY metadata: the passages it drew on
 SOURCES_MARK = "\n\n📚 来源 Sources："  # a reply's text ends with this line when it has sources
 MAX_TURNS = 400  # questions and replies kept for the model; far more than any context here holds

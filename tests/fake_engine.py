@@ -10,21 +10,25 @@ engine does. The reply is a script, not a model's:
 - a question containing `[quote]` is answered with the newest message as the engine got it (with whatever the
   app put around the question), a few characters per token;
 - with `Sampling.thinking` on, its first `THINKING_WORDS` words are thinking (`t1 t2 ...`), as a thinking
-  model's are, and the answer follows.
+  model's are, and the answer follows;
+- with `Sampling.logprobs` asked for, each word is a token of probability 0.9 with one alternative, ` alt`
+  (0.09); a reply continued from chosen tokens (`continue_reply`) goes on with ` c1 c2 ...`.
 Its statistics are measured like the real engine's: times of its own tokens, counted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
-from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
+from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability
 from config.settings import Settings
 from config.errors import EngineUnavailableError, MessageTooLongError
 from engine.prompt import Message, RenderedPrompt, render_prompt
@@ -34,6 +38,7 @@ TOKEN_SECONDS = 0.02
 FAIL = "[fail]"
 QUOTE = "[quote]"
 THINKING_WORDS = 25  # half a second: time to press stop while it thinks
+ALTERNATIVE = 7  # the token id of every word's one alternative
 
 
 class CharacterTokenizer:
@@ -53,6 +58,8 @@ class FakeEngine:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._running = 0
+        self._ids = itertools.count(1000)
+        self._texts: dict[int, str] = {}  # each word's token id (new for every word said), and ALTERNATIVE's
 
     @classmethod
     def load(cls, settings: Settings, model: Path) -> FakeEngine:
@@ -73,7 +80,23 @@ class FakeEngine:
         said = ([newest[start:start + 4] for start in range(0, len(newest), 4)] if QUOTE in newest else
                 [f" w{index}" for index in range(1, sampling.max_new_tokens - len(thinking))])
         words = [*thinking, f"[{len(history)} messages]", *said[:sampling.max_new_tokens - len(thinking) - 1]]
-        last = 3 if FAIL in history[-1]["content"] else len(words)  # words said before the scripted fault
+        async for event in self._say(prompt, words, len(thinking), 3 if FAIL in newest else len(words), sampling):
+            yield event
+
+    async def continue_reply(self, prompt: RenderedPrompt, start: Sequence[int], sampling: Sampling
+                             ) -> AsyncIterator[TextDelta | Finished]:
+        yield TextDelta("".join(self._texts[token] for token in start), ReplyStats(len(prompt.token_ids)),
+                        token_ids=tuple(start))
+        words = [f" c{index}" for index in range(1, max(1, sampling.max_new_tokens - len(start)) + 1)]
+        async for event in self._say(prompt, words, 0, len(words), sampling):
+            yield event
+
+    async def _say(self, prompt: RenderedPrompt, words: list[str], thinking: int, last: int,
+                   sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
+        """`words` at the fake's pace, the first `thinking` of them thinking, with a fault after `last`."""
+        ids = [next(self._ids) for _ in words]
+        self._texts.update(zip(ids, words))
+        self._texts[ALTERNATIVE] = " alt"
         started = time.perf_counter()
         stats = ReplyStats(prompt_tokens=len(prompt.token_ids), started=started)
         self._running += 1
@@ -88,10 +111,14 @@ class FakeEngine:
                 due = min(last, int((time.perf_counter() - started) / TOKEN_SECONDS))
                 stats = replace(stats, generated_tokens=due, first_token_at=started + TOKEN_SECONDS,
                                 last_token_at=started + due * TOKEN_SECONDS)
-                for kind, first, last_word in (("thinking", said, min(due, len(thinking))),
-                                               ("answer", max(said, len(thinking)), due)):
+                for kind, first, last_word in (("thinking", said, min(due, thinking)), ("answer", max(said, thinking), due)):
                     if first < last_word:
-                        yield TextDelta("".join(words[first:last_word]), stats, kind, tuple(range(first, last_word)))
+                        yield TextDelta("".join(words[first:last_word]), stats, kind, tuple(ids[first:last_word]),
+                                        tuple(TokenProbability(token, words[index], math.log(0.9),
+                                                               ((token, words[index], math.log(0.9)),
+                                                                (ALTERNATIVE, " alt", math.log(0.09))))
+                                              for index, token in enumerate(ids[first:last_word], first))
+                                        if sampling.logprobs else ())
             yield Finished(replace(stats, finish_reason="length"))
         finally:
             self._running -= 1

@@ -416,6 +416,38 @@ def test_teaching_view_shows_a_replys_tokens_with_their_probabilities(browser, a
     page.close()
 
 
+def test_choosing_another_token_branches_the_reply_from_there(browser, app, paced_model_dir):
+    """A teacher opens a token's alternatives and picks the second likeliest: a branch below continues the reply
+    from that token, and the conversation can keep either."""
+    from transformers import AutoTokenizer
+
+    page = open_chat(browser, app)
+    set_option(page, "teaching", True)
+    ask_and_wait(page, "珠江")
+    view = page.locator("[data-token-view]:not([data-branch-from])").last
+    original = view.locator("[data-token-id]").evaluate_all("spans => spans.map(span => Number(span.dataset.tokenId))")
+    view.locator("[data-token-id]").nth(4).click()
+    button = page.locator("[data-alternatives] [data-force-token]").nth(1)  # greedy took the first
+    chosen = int(button.get_attribute("data-force-token"))
+    assert chosen != original[4]
+    button.click()
+    page.wait_for_selector("[data-token-view][data-branch-from='4']", timeout=60_000)
+    page.wait_for_selector("#chat-submit", timeout=180_000)
+    branch = [step for _, step in socket_events(page, "update_message") if "set_aside" in (step.get("metadata") or {})]
+    start = AutoTokenizer.from_pretrained(paced_model_dir).decode([*original[:4], chosen])
+    assert branch and branch[-1]["output"].startswith(start.lstrip()) and len(branch[-1]["output"]) > len(start)
+    page.screenshot(path=str(ARTIFACTS / "tokens-branch.png"))
+    replies = [step["id"] for _, step in socket_events(page, "update_message") if "reply" in (step.get("metadata") or {})]
+    page.get_by_text("保留这个回答 Keep this reply").last.click()  # the branch takes the original's place
+    for _ in range(100):  # and the original gets the button
+        if any(action["forId"] == replies[-1] for _, action in socket_events(page, "action")):
+            break
+        page.wait_for_timeout(100)
+    else:
+        raise AssertionError("the original reply did not get the keep button")
+    page.close()
+
+
 def test_low_memory_refuses_new_replies_with_a_message(browser, tiny_model_dir):
     # A threshold above this machine's memory: the guard must refuse, say why, and warn in the sidebar.
     running = RunningApp(tiny_model_dir, ARTIFACTS / "app-low-memory.log", CHAT_MIN_AVAILABLE_GIB="100000")

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tests.conftest import ARTIFACTS, FakeApp
-from tests.fake_engine import FAIL, THINKING_WORDS
+from tests.fake_engine import ALTERNATIVE, FAIL, THINKING_WORDS
 from harness.visitor import ChatClient, until, visit
 
 pytestmark = pytest.mark.fast
@@ -122,6 +122,44 @@ async def test_the_tokenize_command_splits_the_text_and_adds_nothing_to_the_conv
     assert visitor.said(r"scripted-fake: \*\*9 个词元 tokens\*\* · 9 个字符 characters")
     assert not visitor.replies() and fake_app.log().count("Reply:") == replies_before  # nothing was generated
     assert (await visitor.ask_and_wait("你好")).startswith("[1 messages]")  # the text did not enter the conversation
+    await visitor.socket.disconnect()
+
+def token_views(visitor: ChatClient) -> list[dict]:
+    return [element for element in visitor.elements() if element["name"] == "TokenView" and element["props"].get("force")]
+
+
+async def test_a_chosen_token_branches_the_reply_and_the_teacher_keeps_either(fake_app):
+    visitor = await visit(fake_app.url)
+    await visitor.socket.emit("chat_settings_change", {"teaching": True})
+    original = await visitor.ask_and_wait("第一个问题")
+    view = token_views(visitor)[-1]
+    said = [token["text"] for token in view["props"]["tokens"]]
+    assert "".join(said) == original and said[3] == " w3"
+    response = await visitor.press("force_token", {"element": view["id"], "index": 3, "token": ALTERNATIVE})
+    assert response.status_code == 200
+    branch_view = token_views(visitor)[-1]
+    assert branch_view["props"]["branch_from"] == 3
+    branched = [token["text"] for token in branch_view["props"]["tokens"]]
+    assert branched[:5] == [*said[:3], " alt", " c1"]  # the kept tokens, the chosen one, then the model's
+    branch = [data for event, data in visitor.events if event == "update_message" and "set_aside" in data["metadata"]]
+    assert branch[-1]["output"] == "".join(branched)
+    keep = [data for event, data in visitor.events if event == "action" and data["forId"] == branch[-1]["id"]]
+    assert keep and keep[-1]["name"] == "keep_reply"
+
+    # What no page sends: a token that is not an alternative there, a view that is not one, crafted types.
+    errors = len(visitor.errors())
+    for payload in ({"element": view["id"], "index": 3, "token": 123456}, {"element": "x", "index": 3, "token": 7},
+                    {"element": [view["id"]], "index": "3", "token": 7}, {"element": view["id"], "index": 10**6}):
+        assert (await visitor.press("force_token", payload)).status_code == 200
+    assert (await visitor.press("keep_reply", {"reply": {"id": 1}})).status_code == 200
+    await until(lambda: len(visitor.errors()) == errors + 5)
+
+    # The conversation holds the original until the branch is kept, and then the branch.
+    await visitor.press("keep_reply", {"reply": branch[-1]["id"]})
+    await visitor.ask_and_wait("第二个问题")
+    prompt = [data["output"] for event, data in visitor.events
+              if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt"][-1]
+    assert "[1 messages] w1 w2 alt c1 c2" in prompt and " w2 w3" not in prompt
     await visitor.socket.disconnect()
 
 

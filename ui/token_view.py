@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import chainlit as cl
 
@@ -31,7 +32,19 @@ def _drawn_from(token: TokenProbability, sampling: Sampling) -> list[float]:
     return reshape([logprob for _, _, logprob in token.top], sampling)
 
 
+@dataclass(frozen=True)
+class Branchable:
+    """A reply shown with its token view, from which the teacher can branch: its message's id, the prompt and sampling
+    it was generated with, and its tokens."""
+
+    reply_id: str
+    prompt: RenderedPrompt
+    sampling: Sampling
+    tokens: list[TokenProbability]
+
+
 WEIGH_PROMPT = "weigh_prompt"  # the action the prompt view's button calls
+FORCE_TOKEN = "force_token"  # the action an alternative's button calls: a branch with that token in its place
 
 
 def prompt_view(prompt: RenderedPrompt) -> cl.CustomElement:
@@ -51,9 +64,12 @@ def weighed_prompt(element: cl.CustomElement, logprobs: Sequence[float | None]) 
         for token, logprob in zip(element.props["tokens"], logprobs)]}
 
 
-def token_view(tokens: Sequence[TokenProbability], sampling: Sampling) -> cl.CustomElement:
+def token_view(tokens: Sequence[TokenProbability], sampling: Sampling, branch_from: int | None = None
+               ) -> cl.CustomElement:
     """Each token with `prob`, its probability under the sampling used (the colour), `model_prob`, the model's, and
-    whether `prob` is exact (`engine.distribution.exact`); its likeliest alternatives with both probabilities."""
+    whether `prob` is exact (`engine.distribution.exact`); its likeliest alternatives with both probabilities, each
+    with a button that branches from there (`FORCE_TOKEN`). `branch_from`: the reply is a branch, its token at that
+    index chosen by the teacher."""
     shown = []
     for token in tokens:
         after = _drawn_from(token, sampling)
@@ -64,8 +80,23 @@ def token_view(tokens: Sequence[TokenProbability], sampling: Sampling) -> cl.Cus
                       "top": [{"id": other, "text": text, "model_prob": _probability(logprob),
                                "prob": _significant(share)}
                               for (other, text, logprob), share in zip(token.top[:SHOWN], after)]})
-    return cl.CustomElement(name="TokenView", display="inline", props={
-        "title": "回答的词元 The reply's tokens", "tokens": shown,
+    element = cl.CustomElement(name="TokenView", display="inline", props={
+        "title": "回答的词元 The reply's tokens" if branch_from is None else
+                 f"分支：第 {branch_from + 1} 个词元起由你选择 A branch: token {branch_from + 1} chosen by you",
+        "tokens": shown, "force": FORCE_TOKEN, "branch_from": branch_from,
         "exact": all(token["exact"] for token in shown),
         "sampling": f"temperature {sampling.temperature:g} · top_k {sampling.top_k or 'off'} · top_p {sampling.top_p:g}"
                     f" · repetition_penalty {sampling.repetition_penalty:g}"})
+    element.props["element"] = element.id
+    return element
+
+
+def forced(tokens: Sequence[TokenProbability], payload: dict) -> tuple[int, TokenProbability] | None:
+    """What an alternative's button asks for (`payload`: the place `index` and the alternative's `token` id): that
+    place and the alternative as a token there, with the same alternatives; None unless it is one of them."""
+    index, token = payload.get("index"), payload.get("token")
+    if type(index) is not int or type(token) is not int or not 0 <= index < len(tokens):
+        return None
+    place = tokens[index]
+    return next(((index, TokenProbability(other, text, logprob, place.top)) for other, text, logprob in place.top
+                 if other == token), None)

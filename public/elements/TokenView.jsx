@@ -3,7 +3,9 @@
 // model's own in data-model-prob), and a click opens the likeliest tokens at that place with two bars each: the
 // model's probability, and the sampling's (temperature, top-k, top-p) that the reply was drawn from. A prompt's
 // tokens show their ids on hover, the template's special tokens marked, and a button asks for their probabilities
-// (one prefill: props.action). With props.ids (the Tokenize command) each token's id shows under it. Token text is
+// (one prefill: props.action). Each alternative of a reply's token has a button (data-force-token, its id) that
+// branches: the reply again up to that place, that token in it, the model's continuation below (props.force); a
+// branch's view carries data-branch-from (the place). With props.ids (the Tokenize command) each token's id shows under it. Token text is
 // data: React renders it as text, never as HTML.
 import { useState } from "react";
 
@@ -20,7 +22,8 @@ export default function TokenView() {
   const [open, setOpen] = useState(null);
   const scored = props.tokens.length > 0 && props.tokens[0].prob !== undefined;
   return (
-    <div data-token-view="" className="font-mono text-sm leading-7 whitespace-pre-wrap">
+    <div data-token-view="" data-branch-from={props.branch_from ?? undefined}
+         className="font-mono text-sm leading-7 whitespace-pre-wrap">
       <div className="text-xs text-muted-foreground">
         {props.title} · {props.tokens.length}
         {scored ? ` · 颜色 = 采样时的概率 colour = probability under the sampling used (${props.sampling})` : ""}
@@ -52,6 +55,17 @@ export default function TokenView() {
               {token.top.map((alternative) => (
                 <span key={alternative.id} className="block" data-alternative-id={alternative.id}
                       data-prob={alternative.prob} data-model-prob={alternative.model_prob}>
+                  {props.force && (
+                    <button data-force-token={alternative.id} className="mr-1 rounded border px-1 text-xs"
+                            title="从这里改用这个词元继续 Continue from here with this token"
+                            onClick={(event) => {
+                              event.stopPropagation();
+                              setOpen(null);
+                              callAction({ name: props.force, payload: { element: props.element, index, token: alternative.id } });
+                            }}>
+                      选
+                    </button>
+                  )}
                   {alternative.id === token.id ? "▸ " : "  "}{visible(alternative.text).padEnd(8)} {bar(alternative.model_prob, "rgba(128,128,128,.8)")}
                   {percent(alternative.model_prob).padStart(7)} {bar(alternative.prob, "hsl(140, 60%, 45%)")}{percent(alternative.prob).padStart(7)}
                 </span>
