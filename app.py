@@ -156,7 +156,7 @@ async def open_conversation(conversation: Conversation, options: dict, sidebar_l
     cl.user_session.set("conversation", conversation)
     cl.user_session.set("options", options)
     cl.user_session.set("dashboard", None)
-    await cl.ChatSettings(chat_options.widgets(SETTINGS, options, THINKING_SWITCH)).send()
+    await cl.ChatSettings(chat_options.widgets(SETTINGS, options, THINKING_SWITCH, compare=not SETTINGS.engine_urls)).send()
     await cl.context.emitter.set_commands([tokenizer_bench.COMMAND])
     try:
         await engine_with_notice()
@@ -230,7 +230,7 @@ async def change_options(proposed: dict) -> None:
     await remember_options()
     if refused:
         await cl.ErrorMessage(content="\n\n".join(refused)).send()
-        await cl.ChatSettings(chat_options.widgets(SETTINGS, options, THINKING_SWITCH)).send()
+        await cl.ChatSettings(chat_options.widgets(SETTINGS, options, THINKING_SWITCH, compare=not SETTINGS.engine_urls)).send()
     await show_dashboard()
 
 
@@ -270,6 +270,8 @@ async def answer(message: cl.Message) -> None:
         await cl.ErrorMessage(content=str(error)).send()
         return
     conversation: Conversation = cl.user_session.get("conversation")
+    # The replies to the latest question, of which the conversation holds one; the others can be kept instead.
+    cl.user_session.set("alternatives", {})
     if conversation.ask(message.id, message.content):
         # An edit: the page dropped what followed the question; the stored thread drops it too.
         await STORE.delete_steps_after(cl.context.session.thread_id, message.id)
@@ -297,9 +299,12 @@ async def answer(message: cl.Message) -> None:
             await show_prompt(prompt, sampling, found)
         notice = QueueNotice()
         try:
-            async with GATE.turn(notice.show):
+            async with GATE.turn(notice.show):  # with Compare on, both replies in one place in line
                 await notice.remove()
-                await stream_answer(engine, prompt, events, sampling, conversation, found or [])
+                if options["compare"] and not SETTINGS.engine_urls:
+                    await compare_answers(engine, system_prompt, prompt, events, sampling, conversation, found)
+                else:
+                    await stream_answer(engine, prompt, events, sampling, conversation, found or [])
         finally:
             await notice.remove()  # also when stopped, or the tab closed, while waiting
     await tell_if_unsaved()
@@ -319,6 +324,32 @@ async def split_into_tokens(message: cl.Message) -> None:
     answer = tokenizer_bench.report(message.content, tokens, engine.model_name, others)
     await answer.send()
     await STORE.forget_step(answer.id)
+
+
+async def labelled(reply: cl.Message, streamed: Streamed, label: str | None) -> cl.CustomElement:
+    """The reply's footer; with a `label` (Compare), sent before the reply streams, so the label shows which is which
+    meanwhile (which reply's first token comes first is up to the engine). Its figures are filled in at the end."""
+    figures = footer(streamed.stats, label)
+    if label:
+        await figures.send(for_id=reply.id)
+    return figures
+
+
+async def compare_answers(engine: ChatEngine, system_prompt: str, prompt: RenderedPrompt,
+                          events: AsyncIterator[ReplyEvent], sampling: Sampling, conversation: Conversation,
+                          found: list[Found] | None) -> None:
+    """Compare on: the reply with the chat's sampling and one with the second sampling (`chat_options.compared`) to
+    the same prompt, streamed at the same time (the engine batches them), each labelled with its sampling. The first
+    enters the conversation; the second can be kept instead."""
+    second = chat_options.compared(sampling, cl.user_session.get("options"))
+    history = conversation.messages()
+    other = engine.reply(system_prompt, history if found is None else grounded(history, found), second)
+    async with aclosing(other):
+        await anext(other)  # the same prompt: the same messages, passages and budget
+        await asyncio.gather(
+            stream_answer(engine, prompt, events, sampling, conversation, found or [], chat_options.label(sampling)),
+            stream_aside(engine, prompt, other, second, "Compared reply", keepable=True,
+                         label=chat_options.label(second)))
 
 
 async def start_reply(engine: ChatEngine, system_prompt: str, history: list, sampling: Sampling,
@@ -382,11 +413,13 @@ async def refresh_dashboard(engine: ChatEngine) -> None:
 
 
 async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent],
-                        sampling: Sampling, conversation: Conversation, found: list[Found]) -> None:
+                        sampling: Sampling, conversation: Conversation, found: list[Found],
+                        label: str | None = None) -> None:
     """Stream one reply into a new message (`stream_into`); keep what was said (also when stopped) in the
-    conversation, and never the thinking; name the passages it drew on."""
+    conversation, and never the thinking; name the passages it drew on. `label`: its sampling, with Compare on."""
     reply = cl.Message(content="", metadata={REPLY: {}})
     streamed = Streamed(ReplyStats(prompt_tokens=len(prompt.token_ids)))
+    figures = await labelled(reply, streamed, label)
     try:
         await stream_into(reply, engine, events, streamed, SETTINGS.stream_update_seconds)
     finally:
@@ -394,9 +427,9 @@ async def stream_answer(engine: ChatEngine, prompt: RenderedPrompt, events: Asyn
         # A stopped reply stays in the chat and in the conversation as what the assistant said.
         if reply.content:
             conversation.answer(reply.id, reply.content)
-            # The replies to the latest question, of which the conversation holds one: this, or a branch kept later.
-            cl.user_session.set("alternatives", {reply.id: (reply, reply.content)})
-            reply.elements = [footer(streamed.stats), *teaching_view(reply, prompt, sampling, streamed.probabilities)]
+            cl.user_session.get("alternatives")[reply.id] = (reply, reply.content)
+            figures.props = footer(streamed.stats, label).props
+            reply.elements = [figures, *teaching_view(reply, prompt, sampling, streamed.probabilities)]
             reply.metadata[REPLY] = footer_figures(streamed.stats)  # stored with it: elements are not
             if used := drawn_on(found, reply.content, conversation.turns[-2].content):
                 reply.content += sources.sources_line(used)
@@ -416,6 +449,11 @@ def teaching_view(reply: cl.Message, prompt: RenderedPrompt, sampling: Sampling,
     kept = list((cl.user_session.get("branchable") or {}).items())[-9:]
     cl.user_session.set("branchable", {**dict(kept), view.id: Branchable(reply.id, prompt, sampling, tokens)})
     return [view]
+REMOTE_TEACHING = ("ℹ️ 模型在 vLLM 服务器上运行（CHAT_ENGINE_URLS）：回答的词元视图、“选下一个词元”和对比暂不可用；分词可用。 "
+                   "The model runs on vLLM servers (CHAT_ENGINE_URLS): the reply's token view, choosing the next "
+                   "token and Compare are not available with them yet; Tokenize is.\n\n")
+
+
 async def show_prompt(prompt: RenderedPrompt, sampling: Sampling, found: list[Found] | None) -> None:
     """The teaching view: the passages retrieved (with the knowledge base on) and the exact text the chat template
     produced, special tokens included."""
@@ -426,6 +464,7 @@ async def show_prompt(prompt: RenderedPrompt, sampling: Sampling, found: list[Fo
         cl.user_session.set("prompt_views", {**dict(kept), view.id: (view, prompt)})
     async with cl.Step(name="提示词 Prompt", type="tool", show_input=False, elements=[view] if view else None) as step:
         step.output = (
+            (REMOTE_TEACHING if SETTINGS.engine_urls else "") +
             f"**{len(prompt.token_ids)} tokens** · temperature {sampling.temperature} · top_p {sampling.top_p} · "
             f"top_k {sampling.top_k} · repetition_penalty {sampling.repetition_penalty} · "
             f"max_new_tokens {sampling.max_new_tokens}\n\n"
@@ -484,26 +523,37 @@ async def force_token(action: cl.Action) -> None:
 
 
 async def stream_branch(engine: ChatEngine, origin: Branchable, index: int, token: TokenProbability) -> None:
-    alternatives = cl.user_session.get("alternatives") or {}
-    branch = cl.Message(content="", metadata={SET_ASIDE: {"branch_from": index}})
-    streamed = Streamed(ReplyStats(prompt_tokens=len(origin.prompt.token_ids)))
     start = [*(kept.token_id for kept in origin.tokens[:index]), token.token_id]
+    async with aclosing(engine.continue_reply(origin.prompt, start, origin.sampling)) as events:
+        await stream_aside(engine, origin.prompt, events, origin.sampling, f"Branch from token {index}",
+                           keepable=origin.reply_id in (cl.user_session.get("alternatives") or {}),
+                           branch=(index, [*origin.tokens[:index], token]))
+    await refresh_dashboard(engine)
+
+
+async def stream_aside(engine: ChatEngine, prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent],
+                       sampling: Sampling, kind: str, keepable: bool, label: str | None = None,
+                       branch: tuple[int, list[TokenProbability]] | None = None) -> None:
+    """A reply the conversation does not hold, streamed into a new message: a branch (`branch`: the index of the
+    chosen token, and the tokens up to it), or Compare's second reply (`label`: its sampling), which leaves the
+    sidebar to the first. One to the latest question (`keepable`) gets a keep button."""
+    aside = cl.Message(content="", metadata={SET_ASIDE: {}})
+    streamed = Streamed(ReplyStats(prompt_tokens=len(prompt.token_ids)))
+    figures = await labelled(aside, streamed, label)
     try:
-        async with aclosing(engine.continue_reply(origin.prompt, start, origin.sampling)) as events:
-            await stream_into(branch, engine, events, streamed, SETTINGS.stream_update_seconds)
+        await stream_into(aside, engine, events, streamed, SETTINGS.stream_update_seconds, sidebar=branch is not None)
     finally:
-        log_reply(origin.sampling, streamed, len(cl.user_session.get("conversation").turns),
-                  kind=f"Branch from token {index}")
-        if branch.content:
-            tokens = [*origin.tokens[:index], token, *streamed.probabilities]
-            branch.elements = [footer(streamed.stats),
-                               *teaching_view(branch, origin.prompt, origin.sampling, tokens, branch_from=index)]
-            branch.metadata[SET_ASIDE].update(footer_figures(streamed.stats))
-            if origin.reply_id in alternatives:  # a reply to the latest question: it can be kept instead
-                alternatives[branch.id] = (branch, branch.content)
-                branch.actions = [keep_button(branch)]
-            await branch.update()
-        await refresh_dashboard(engine)
+        log_reply(sampling, streamed, len(cl.user_session.get("conversation").turns), kind=kind)
+        if aside.content:
+            branch_from, before = branch or (None, [])
+            figures.props = footer(streamed.stats, label).props
+            aside.elements = [figures, *teaching_view(aside, prompt, sampling, [*before, *streamed.probabilities],
+                                                      branch_from)]
+            aside.metadata[SET_ASIDE] = {**footer_figures(streamed.stats), "branch_from": branch_from}
+            if keepable:
+                cl.user_session.get("alternatives")[aside.id] = (aside, aside.content)
+                aside.actions = [keep_button(aside)]
+            await aside.update()
 
 
 def keep_button(reply: cl.Message) -> cl.Action:

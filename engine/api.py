@@ -27,6 +27,7 @@ class Sampling:
     ignore_eos: bool = False  # benchmarks and tests generate an exact count
     thinking: bool = False  # think before answering, where the chat template has the switch (Qwen3's)
     logprobs: int = 0  # the most likely alternatives to report for each token (the teaching view), 0 = none
+    seed: int | None = None  # a sampled reply's random seed: the same seed, prompt and settings give the same reply
 
 
 @dataclass(frozen=True)

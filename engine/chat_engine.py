@@ -258,6 +258,7 @@ class VllmEngine:
             max_tokens=sampling.max_new_tokens,
             ignore_eos=sampling.ignore_eos,
             logprobs=sampling.logprobs or None,
+            seed=sampling.seed,
             output_kind=RequestOutputKind.DELTA,
         )
         channel: Channel[TextDelta | Finished] = Channel(asyncio.get_running_loop())

@@ -197,6 +197,31 @@ def test_the_tokenize_command_shows_the_models_tokens_and_generates_nothing(brow
     page.close()
 
 
+def test_compare_streams_a_greedy_and_a_hot_reply_together(browser, demo_app):
+    """Compare at temperatures 0 (the chat's, greedy here) and 1.2: two replies stream at the same time, each labelled,
+    and the greedy one is the reply the question gets without Compare."""
+    question = "用一句话介绍广州"
+    alone = open_chat(browser, demo_app)
+    expected = ask_and_wait(alone, question).split("\n")[0]
+    alone.close()
+    page = open_chat(browser, demo_app)
+    set_option(page, "compare", True)
+    set_slider(page, "compare_temperature", 24)  # 24 steps of 0.05
+    send(page, question)
+    page.wait_for_selector("[data-compare-label]", timeout=30_000)
+    page.wait_for_selector("#chat-submit", timeout=180_000)
+    starts = [at for at, _ in socket_events(page, "stream_start")]
+    ends = [at for at, step in socket_events(page, "update_message") if {"reply", "set_aside"} & set(step["metadata"])]
+    assert len(starts) == 2 and max(starts) < min(ends)  # streaming together
+    labels = page.locator("[data-compare-label]").all_inner_texts()
+    assert len(labels) == 2 and any("temperature 0" in label for label in labels) and any(
+        "temperature 1.2" in label for label in labels)
+    held = [step for _, step in socket_events(page, "update_message") if "reply" in step["metadata"]][-1]
+    assert held["output"].split("\n")[0] == expected
+    page.screenshot(path=str(ARTIFACTS / "compare.png"))
+    page.close()
+
+
 SIGHTS = ("陈家祠", "沙面", "上下九", "花城广场", "广州塔", "越秀公园", "北京路", "珠江", "中山纪念堂", "永庆坊", "白云山")
 
 

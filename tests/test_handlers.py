@@ -162,6 +162,29 @@ async def test_a_chosen_token_branches_the_reply_and_the_teacher_keeps_either(fa
     assert "[1 messages] w1 w2 alt c1 c2" in prompt and " w2 w3" not in prompt
     await visitor.socket.disconnect()
 
+async def test_compare_streams_two_labelled_replies_at_once_and_the_conversation_holds_one(fake_app):
+    visitor = await visit(fake_app.url)
+    await visitor.socket.emit("chat_settings_change", {"compare": True, "compare_temperature": 1.2,
+                                                       "compare_seed": 42})
+    await visitor.ask_and_wait("第一个问题")
+    await until(lambda: fake_app.log().count("Compared reply:") == 1)
+    starts = [index for index, (event, _) in enumerate(visitor.events) if event == "stream_start"]
+    ends = [index for index, (event, data) in enumerate(visitor.events)
+            if event == "update_message" and {"reply", "set_aside"} & set(data.get("metadata") or {})]
+    assert len(starts) == 2 and max(starts) < min(ends)  # both streaming before either ended
+    labels = {element["forId"]: element["props"]["label"] for element in visitor.elements()
+              if element["name"] == "ReplyFooter"}
+    held = [data for event, data in visitor.events if event == "update_message" and "reply" in data["metadata"]][-1]
+    aside = [data for event, data in visitor.events if event == "update_message" and "set_aside" in data["metadata"]][-1]
+    assert labels[held["id"]].startswith("温度 temperature 0.7 · 随机")  # the chat's own sampling
+    assert "seed 42" in labels[aside["id"]]
+    assert any(event == "action" and data["forId"] == aside["id"] for event, data in visitor.events)
+    await visitor.press("keep_reply", {"reply": aside["id"]})
+    await until(lambda: any(event == "update_message" and data["id"] == aside["id"] and "reply" in data["metadata"]
+                            for event, data in visitor.events))
+    assert (await visitor.ask_and_wait("第二个问题")).startswith("[3 messages]")  # one reply of the two
+    await visitor.socket.disconnect()
+
 
 def thoughts(visitor: ChatClient) -> dict[str, dict]:
     """The thinking steps the visitor was sent, by id: their streamed text and whether they ended."""

@@ -123,6 +123,23 @@ async def test_chats_go_to_both_servers_and_stop_aborts_there(remote_app, server
     await asyncio.gather(first.socket.disconnect(), second.socket.disconnect())
 
 
+async def test_the_teaching_view_says_what_the_servers_cannot_do_and_compare_is_not_offered(remote_app):
+    visitor = ChatClient(remote_app.url)
+    await visitor.connect()
+    offered = [widget["id"] for event, data in visitor.events if event == "chat_settings" for widget in data]
+    assert "teaching" in offered and "compare" not in offered
+    await visitor.socket.emit("chat_settings_change", {"teaching": True, "compare": True})  # as no page sends it
+    await visitor.ask("讲一个故事")
+    await until(lambda: visitor.text, timeout=60)
+    await visitor.socket.emit("stop")
+    await asyncio.wait_for(visitor.done.wait(), 30)
+    prompt = [data["output"] for event, data in visitor.events
+              if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt"][-1]
+    assert "the reply's token view, choosing the next token and Compare are not available with them yet" in prompt
+    assert "Compared reply:" not in remote_app.log()
+    await visitor.socket.disconnect()
+
+
 async def test_a_server_killed_mid_reply_fails_over_and_rejoins_after_a_restart(remote_app, servers):
     visitor = ChatClient(remote_app.url)
     await visitor.connect()

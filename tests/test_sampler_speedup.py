@@ -1,6 +1,7 @@
 """`engine.sampler_speedup` against vLLM's own sampler: the same penalised logits, the same tokens kept by
 top-k/top-p, each kept token drawn as often as its probability says, and vLLM's own code for the rest."""
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import pytest
@@ -10,7 +11,8 @@ from vllm.v1.sample.ops import topk_topp_sampler
 from vllm.v1.sample.ops.penalties import apply_all_penalties
 from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
 
-from engine.sampler_speedup import SamplerSpeedup, count_at_least, draw, repetition_penalty, top_k_top_p
+from engine.sampler_speedup import (SamplerSpeedup, _window, count_at_least, draw, greedy_rows_narrowed,
+                                    repetition_penalty, top_k_top_p)
 
 pytestmark = pytest.mark.fast
 VOCAB = 151_936
@@ -104,6 +106,27 @@ def test_each_kept_token_is_drawn_as_often_as_its_probability():
             4 * (probabilities[likely] * (1 - probabilities[likely]) / draws).sqrt()).all()
 
 
+@dataclass
+class Batch:  # the fields of vLLM's SamplingMetadata that `greedy_rows_narrowed` reads
+    temperature: torch.Tensor | None
+    all_greedy: bool
+    all_random: bool
+    top_k: torch.Tensor | None
+
+
+def test_greedy_rows_beside_sampled_ones_draw_from_one_token():
+    vocabulary = torch.tensor([VOCAB, 20, VOCAB, 40], dtype=torch.int32)  # vLLM gives a greedy row the vocabulary
+    mixed = Batch(torch.tensor([0.0, 0.7, 0.0, 1.2]), False, False, vocabulary)
+    assert greedy_rows_narrowed(mixed).top_k.tolist() == [1, 20, 1, 40]
+    assert mixed.top_k is vocabulary  # a copy: vLLM's own batch is not changed
+    for unchanged in (Batch(torch.tensor([0.7, 1.2]), False, True, vocabulary[[1, 3]]),  # all sampled
+                      Batch(torch.tensor([0.0, 0.7]), False, False, None)):  # no top-k: vLLM's path anyway
+        assert greedy_rows_narrowed(unchanged) is unchanged
+    # Within the 1024 a window covers: the fast draw runs for the sampled rows instead of vLLM's sort.
+    assert _window(torch.randn(4, VOCAB), greedy_rows_narrowed(mixed).top_k, torch.full((4,), 0.8)) is not None
+    assert _window(torch.randn(4, VOCAB), vocabulary, torch.full((4,), 0.8)) is None
+
+
 def test_installed_in_place_of_vllms_sampler_once():
     worker = SimpleNamespace(model_runner=SimpleNamespace(sampler=vllm_sampler.Sampler()))
     penalties, masking = vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p
@@ -116,6 +139,7 @@ def test_installed_in_place_of_vllms_sampler_once():
         installed = (vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p,
                      worker.model_runner.sampler.topk_topp_sampler.forward)
         assert installed[2].__name__ == "fast_sample"
+        assert worker.model_runner.sampler.sample.__name__ == "narrowed_sample"
         assert SamplerSpeedup.install_sampler_speedup(worker)  # in place already: not stacked on itself
         assert (vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p,
                 worker.model_runner.sampler.topk_topp_sampler.forward) == installed

@@ -8,7 +8,7 @@ history is untouched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import chainlit as cl
 
@@ -31,28 +31,44 @@ def limits(settings: Settings) -> dict[str, Limit]:
         "top_p": Limit("Top-p（候选词概率累计 nucleus mass）", 0.05, 1.0, 0.05),
         "max_new_tokens": Limit("回答最长 tokens  Max new tokens", 16,
                                 max(settings.max_new_tokens, settings.max_model_len // 2), 16),
+        **COMPARED,
     }
 
+
+# The second sampling of the Compare switch, shown after the switches.
+COMPARED = {
+    "compare_temperature": Limit("对比：第二个回答的温度 Compare: the second reply's temperature", 0.0, 2.0, 0.05),
+    "compare_seed": Limit("对比：第二个回答的随机种子（0 = 每次不同）Compare: the second reply's seed (0 = a new draw "
+                          "each time; another number makes it repeatable)", 0, 1000, 1),
+}
+INTEGERS = ("max_new_tokens", "compare_seed")
 
 SWITCHES = {
     "live_stats": "实时统计（侧栏）Live statistics (sidebar)",
     "teaching": "教学视图：显示完整提示词和每个词元的概率 Teaching view: the exact prompt, and each token's probability",
     "knowledge": "资料库：先查资料再回答，并注明来源 Knowledge base: answer from the documents, naming them",
     "thinking": "先思考再回答 Think before answering (the thinking shows in a step above the answer)",
+    "compare": "对比 Compare：每个问题两个回答同时生成，第二个按下面的温度和种子 Compare: two replies to each question at "
+               "once, the second sampled as set below",
 }
 
 
 def initial_options(settings: Settings) -> dict:
     return {"temperature": settings.temperature, "top_p": settings.top_p, "max_new_tokens": settings.max_new_tokens,
-            "live_stats": True, "teaching": False, "knowledge": True, "thinking": settings.enable_thinking}
+            "live_stats": True, "teaching": False, "knowledge": True, "thinking": settings.enable_thinking,
+            "compare": False, "compare_temperature": 1.2, "compare_seed": 0}
 
 
-def widgets(settings: Settings, options: dict, thinking_switch: bool) -> list:
-    """The settings dialog; the thinking switch only where the model's chat template has one."""
-    sliders = [cl.input_widget.Slider(id=key, label=limit.label, initial=options[key], min=limit.low, max=limit.high,
-                                      step=limit.step) for key, limit in limits(settings).items()]
-    return sliders + [cl.input_widget.Switch(id=key, label=label, initial=options[key])
-                      for key, label in SWITCHES.items() if key != "thinking" or thinking_switch]
+def widgets(settings: Settings, options: dict, thinking_switch: bool, compare: bool = True) -> list:
+    """The settings dialog; the thinking switch only where the model's chat template has one, Compare where
+    `compare` (the in-process engine)."""
+    sliders = {key: cl.input_widget.Slider(id=key, label=limit.label, initial=options[key], min=limit.low,
+                                           max=limit.high, step=limit.step) for key, limit in limits(settings).items()}
+    offered = {"thinking": thinking_switch, "compare": compare}
+    return ([slider for key, slider in sliders.items() if key not in COMPARED]
+            + [cl.input_widget.Switch(id=key, label=label, initial=options[key])
+               for key, label in SWITCHES.items() if offered.get(key, True)]
+            + ([sliders[key] for key in COMPARED] if compare else []))
 
 
 def checked(settings: Settings, previous: dict, proposed: dict) -> tuple[dict, list[str]]:
@@ -66,7 +82,7 @@ def checked(settings: Settings, previous: dict, proposed: dict) -> tuple[dict, l
         except OverflowError:  # an integer too large for a float
             number = float("nan")
         if limit.low <= number <= limit.high:
-            options[key] = int(number) if key == "max_new_tokens" else number
+            options[key] = int(number) if key in INTEGERS else number
         else:
             refused.append(f"{limit.label}: {_shown(value)} 不在 {limit.low:g}–{limit.high:g} 之内，仍为 {previous[key]:g}。 "
                            f"{_shown(value)} is outside {limit.low:g}–{limit.high:g}; {previous[key]:g} is kept.")
@@ -93,3 +109,18 @@ def sampling(settings: Settings, options: dict) -> Sampling:
     return Sampling(options["temperature"], options["top_p"], options["max_new_tokens"], settings.top_k,
                     settings.repetition_penalty, settings.ignore_eos, options["thinking"],
                     logprobs=ALTERNATIVES if options["teaching"] else 0)
+
+
+def compared(first: Sampling, options: dict) -> Sampling:
+    """The second reply's sampling with Compare on: the first's, at the compare temperature and seed."""
+    return replace(first, temperature=options["compare_temperature"], seed=options["compare_seed"] or None)
+
+
+def label(sampling: Sampling) -> str:
+    """What a compared reply is labelled with: its sampling, and whether it can be had again."""
+    if sampling.temperature == 0:
+        return "温度 temperature 0：总选最可能的词元，每次相同 always the likeliest token, the same every time"
+    if sampling.seed is not None:
+        return (f"温度 temperature {sampling.temperature:g} · 种子 seed {sampling.seed}：固定种子，同样的问题得到同样的回答 "
+                "a fixed seed: the same question gets the same reply")
+    return f"温度 temperature {sampling.temperature:g} · 随机 a new draw each time"

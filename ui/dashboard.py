@@ -54,8 +54,9 @@ def footer_figures(reply: ReplyStats) -> dict:
             "ttft_s": _round(reply.time_to_first_token, 2)}
 
 
-def footer(reply: ReplyStats) -> cl.CustomElement:
-    return cl.CustomElement(name="ReplyFooter", display="inline", props=footer_figures(reply))
+def footer(reply: ReplyStats, label: str | None = None) -> cl.CustomElement:
+    """The line under a reply; `label`: the sampling it was drawn with, where replies are compared."""
+    return cl.CustomElement(name="ReplyFooter", display="inline", props={**footer_figures(reply), "label": label})
 
 
 TITLE = "运行状态 Live stats"

@@ -31,12 +31,13 @@ class Streamed:
 
 
 async def stream_into(reply: cl.Message, engine: ChatEngine, events: AsyncIterator[ReplyEvent],
-                      streamed: Streamed, update_seconds: float) -> None:
+                      streamed: Streamed, update_seconds: float, sidebar: bool = True) -> None:
     """Stream a reply's events into `reply`, its thinking (if the model thinks) into a step above it, and into
     `streamed` as they come (so also when stopped); an engine fault ends it with the fault's message. The sidebar
-    follows it. `update_seconds`: how long deltas gather before the page gets them as one update."""
+    follows it, unless not `sidebar` (another reply streaming beside it has it). `update_seconds`: how long deltas
+    gather before the page gets them as one update."""
     thought = Thought(parent_id=reply.parent_id)  # beside the reply, in the same run
-    dashboard: Dashboard | None = cl.user_session.get("dashboard")
+    dashboard: Dashboard | None = cl.user_session.get("dashboard") if sidebar else None
     if dashboard:
         dashboard.last_reply = streamed.stats
     ticker = asyncio.create_task(dashboard.follow(engine)) if dashboard else None

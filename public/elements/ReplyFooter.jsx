@@ -1,7 +1,9 @@
-// One line under an assistant reply: tokens generated, decode speed, time to first token (measured).
+// One line under an assistant reply: tokens generated, decode speed, time to first token (measured); with Compare
+// on, a line above it with the sampling the reply was drawn with (data-compare-label).
 export default function ReplyFooter() {
   return (
     <div className="text-xs text-muted-foreground font-mono" data-stat="reply_footer">
+      {props.label && <div data-compare-label="" className="font-sans font-semibold text-foreground">⚖️ {props.label}</div>}
       {props.generated_tokens} tokens · {props.tokens_per_s ?? "–"} tokens/s · 首字 first token {props.ttft_s ?? "–"} s
     </div>
   );
