@@ -41,8 +41,8 @@ from web.memory import tree_pss
 
 # The other benchmarks, in the order they run: the app against its baseline commit, a decode step's profile,
 # a presenter's page, llama-server on the demo model, the 7B-shaped model (about 30 minutes alone), the app in
-# front of two vLLM servers, and what the teaching view's token probabilities cost.
-STAGES = ("then_now", "profile", "presenter", "versus", "seven_b", "remote", "logprobs", "knowledge")
+# front of two vLLM servers, what the teaching view's token probabilities and Compare cost, and the knowledge base.
+STAGES = ("then_now", "profile", "presenter", "versus", "seven_b", "remote", "logprobs", "compare", "knowledge")
 
 
 def machine(bandwidth: float) -> dict:
