@@ -205,10 +205,14 @@ def test_compare_streams_a_greedy_and_a_hot_reply_together(browser, demo_app):
     expected = ask_and_wait(alone, question).split("\n")[0]
     alone.close()
     page = open_chat(browser, demo_app)
+    page.set_viewport_size({"width": 1600, "height": 900})
     set_option(page, "compare", True)
     set_slider(page, "compare_temperature", 24)  # 24 steps of 0.05
     send(page, question)
     page.wait_for_selector("[data-compare-label]", timeout=30_000)
+    page.wait_for_function("document.querySelectorAll('.step [data-compare-label]').length == 2", timeout=30_000)
+    compared = page.locator(".step:has([data-compare-label])")
+    assert compared.nth(0).bounding_box()["y"] == compared.nth(1).bounding_box()["y"]  # side by side
     page.wait_for_selector("#chat-submit", timeout=180_000)
     starts = [at for at, _ in socket_events(page, "stream_start")]
     ends = [at for at, step in socket_events(page, "update_message") if {"reply", "set_aside"} & set(step["metadata"])]
@@ -219,6 +223,9 @@ def test_compare_streams_a_greedy_and_a_hot_reply_together(browser, demo_app):
     held = [step for _, step in socket_events(page, "update_message") if "reply" in step["metadata"]][-1]
     assert held["output"].split("\n")[0] == expected
     page.screenshot(path=str(ARTIFACTS / "compare.png"))
+    page.set_viewport_size({"width": 700, "height": 900})  # a narrow page: one above the other
+    page.wait_for_timeout(500)
+    assert compared.nth(1).bounding_box()["y"] > compared.nth(0).bounding_box()["y"]
     page.close()
 
 
