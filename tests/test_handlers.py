@@ -101,8 +101,7 @@ async def test_the_teaching_view_shows_the_prompt_the_engine_got(fake_app):
     await visitor.ask_and_wait("第一个问题")
     await visitor.socket.emit("chat_settings_change", {"teaching": True})
     await visitor.ask_and_wait("第二个问题")
-    prompts = [data["output"] for event, data in visitor.events
-               if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt" and data["output"]]
+    prompts = prompts_shown(visitor)
     assert "<|im_start|>user\n第一个问题<|im_end|>\n<|im_start|>assistant\n[1 messages] w1" in prompts[-1]
     # the newest question after the passages the knowledge base found for it (tests/test_knowledge.py)
     assert prompts[-1].rstrip("`\n").endswith("【问题】\n第二个问题<|im_end|>\n<|im_start|>assistant")
@@ -123,6 +122,12 @@ async def test_the_tokenize_command_splits_the_text_and_adds_nothing_to_the_conv
     assert not visitor.replies() and fake_app.log().count("Reply:") == replies_before  # nothing was generated
     assert (await visitor.ask_and_wait("你好")).startswith("[1 messages]")  # the text did not enter the conversation
     await visitor.socket.disconnect()
+
+def prompts_shown(visitor: ChatClient) -> list[str]:
+    """The teaching view's prompt steps the visitor was sent, as their text came, oldest first."""
+    return [data["output"] for event, data in visitor.events
+            if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt" and data["output"]]
+
 
 def token_views(visitor: ChatClient) -> list[dict]:
     return [element for element in visitor.elements() if element["name"] == "TokenView" and element["props"].get("force")]
@@ -157,10 +162,10 @@ async def test_a_chosen_token_branches_the_reply_and_the_teacher_keeps_either(fa
     # The conversation holds the original until the branch is kept, and then the branch.
     await visitor.press("keep_reply", {"reply": branch[-1]["id"]})
     await visitor.ask_and_wait("第二个问题")
-    prompt = [data["output"] for event, data in visitor.events
-              if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt"][-1]
+    prompt = prompts_shown(visitor)[-1]
     assert "[1 messages] w1 w2 alt c1 c2" in prompt and " w2 w3" not in prompt
     await visitor.socket.disconnect()
+
 
 async def test_compare_streams_two_labelled_replies_at_once_and_the_conversation_holds_one(fake_app):
     visitor = await visit(fake_app.url)
@@ -207,8 +212,7 @@ async def test_thinking_streams_into_a_step_that_never_enters_the_history(fake_a
     assert thought == {"text": "".join(f"t{index} " for index in range(1, THINKING_WORDS + 1)), "ended": True}
     await visitor.ask_and_wait("第二个问题")
     assert visitor.text.split("[")[-1].startswith("3 messages]")  # question, answer, question
-    prompt = [data["output"] for event, data in visitor.events
-              if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt"][-1]
+    prompt = prompts_shown(visitor)[-1]
     assert "<|im_start|>assistant\n[1 messages] w1" in prompt and "t1" not in prompt
     await visitor.socket.disconnect()
 
