@@ -27,19 +27,32 @@ def open_chat(browser, app, init_script: str | None = None, locale: str = "zh-CN
         page.add_init_script(init_script)
     if before_load:
         before_load(page)
-    # (arrival, text) of every socket frame, stamped by Chromium's network stack on the clock of time.monotonic():
-    # the test process learns of a frame later, and later still while the engine keeps the cores busy.
+    record_socket(page)
+    page.goto(app.url)
+    if login:
+        page.fill("#email", login[0])
+        page.fill("#password", login[1])
+        page.click("button[type=submit]")
+    wait_for_chat(page)
+    return page
+
+
+def record_socket(page) -> None:
+    """Keep (arrival, text) of every socket frame the page receives in `page.frames_received`, stamped by Chromium's
+    network stack on the clock of time.monotonic(): the test process learns of a frame later, and later still while
+    the engine keeps the cores busy."""
     frames: list[tuple[float, str]] = []
     devtools = page.context.new_cdp_session(page)
     devtools.send("Network.enable")
     devtools.on("Network.webSocketFrameReceived",
                 lambda event: frames.append((event["timestamp"], event["response"]["payloadData"])))
     page.frames_received = frames
-    page.goto(app.url)
-    if login:
-        page.fill("#email", login[0])
-        page.fill("#password", login[1])
-        page.click("button[type=submit]")
+
+
+def wait_for_chat(page) -> None:
+    """Until the server has started the chat session of `page` (recorded by `record_socket`): a message sent
+    before is lost."""
+    frames = page.frames_received
 
     def chat_started() -> bool:  # the server ran on_chat_start for this socket and ended that task
         starts = [index for index, (_, frame) in enumerate(frames) if '"name":"on_chat_start"' in frame]
@@ -50,7 +63,6 @@ def open_chat(browser, app, init_script: str | None = None, locale: str = "zh-CN
         assert time.monotonic() < deadline, "the chat session did not start"
         page.wait_for_timeout(100)
     page.wait_for_selector("#chat-input:not([disabled])", timeout=60_000)
-    return page
 
 
 def send(page, text: str) -> None:

@@ -17,6 +17,7 @@ import pytest
 import socketio
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.browser import record_socket, wait_for_chat
 from harness.visitor import ChatClient, chat
 from web.accounts import UsersFile
 from tests.conftest import ARTIFACTS, RunningApp
@@ -184,6 +185,7 @@ def test_the_login_page_says_when_logins_are_locked_and_lets_in_after(secured, b
     """Last in this module: Playwright's sync API keeps an event loop running, which asyncio tests must not find."""
     context = browser.new_context(locale="zh-CN", extra_http_headers={"X-Forwarded-For": "10.0.0.70"})
     page = context.new_page()
+    record_socket(page)
     page.goto(secured.url)
     page.fill("#email", "carol")
     for attempt in range(3):
@@ -196,7 +198,7 @@ def test_the_login_page_says_when_logins_are_locked_and_lets_in_after(secured, b
     page.screenshot(path=str(ARTIFACTS / "login-locked.png"))
     time.sleep(LOCKOUT_SECONDS)
     page.click("button[type=submit]")
-    page.wait_for_selector("#chat-input:not([disabled])", timeout=60_000)
+    wait_for_chat(page)  # a question sent before the chat has started is lost
     page.fill("#chat-input", "你好")
     page.click("#chat-submit")
     page.wait_for_selector('[data-step-type="assistant_message"] .message-content', timeout=60_000)
