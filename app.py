@@ -12,7 +12,7 @@ import logging
 import os
 import re
 import sys
-from contextlib import aclosing
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from collections.abc import AsyncIterator
 
@@ -24,8 +24,8 @@ from config.settings import load_settings
 from config.errors import ChatError, MemoryLowError, cannot
 from web.memory import GIB, MemoryGuard, MemoryMonitor
 from config.personas import Persona, load_personas
-from engine.service import (current_engine, is_ready, prepare, restarts, shutdown_engine, start_engine,
-                            wait_for_engine)
+from engine.service import (check_personas_fit, current_engine, is_ready, prepare, restarts, shutdown_engine,
+                            start_engine, wait_for_engine)
 from engine.thinking import has_switch as has_thinking_switch
 from engine.service import state as engine_state
 from history.conversation import REPLY, SET_ASIDE, SOURCES, Conversation
@@ -44,6 +44,7 @@ from retrieval.knowledge import KnowledgeBase
 from ui.offline import serve_page_offline
 from web import telemetry
 from web.auth import Logins
+from web.body_limit import limit_bodies
 from web.gate import guard_logins, restrict_origins
 from web.health import add_health_routes
 from web.ownership import add_owner_checks
@@ -57,6 +58,8 @@ try:
     MODEL = prepare(SETTINGS)
     THINKING_SWITCH = has_thinking_switch(MODEL)
     PERSONAS = {persona.name: persona for persona in load_personas(SETTINGS.prompts_dir, SETTINGS.persona)}
+    # Any persona may answer from the operators' documents, with the rules that go with them.
+    check_personas_fit(SETTINGS, MODEL, {name: persona.system_prompt + RULES for name, persona in PERSONAS.items()})
     LOGINS = Logins(SETTINGS.users_file, SETTINGS.state_dir, SETTINGS.login_max_failures,
                     SETTINGS.login_lockout_seconds) if SETTINGS.users_file else None
     open_database(SETTINGS.database)
@@ -69,6 +72,7 @@ make_private(SETTINGS.state_dir, [path for path in (SETTINGS.users_file, SETTING
 serve_page_offline()
 chinese_first()
 restrict_origins(SETTINGS.allowed_origins)
+limit_bodies()
 add_health_routes(MODEL.name, SETTINGS.metrics_token, LOGINS)
 
 STORE = ChatStore(SETTINGS.database)
@@ -290,30 +294,25 @@ async def answer(message: cl.Message) -> None:
     async with aclosing(events):
         if isinstance(prompt, Refused):
             conversation.rewind(message.id)
-            await STORE.forget_step(message.id)
+            await STORE.forget_step(cl.context.session.thread_id, message.id)
             await cl.ErrorMessage(content=prompt.message).send()
             return
-        if STORE.keep_step(message.id):  # refused before, and now edited to fit
+        if STORE.keep_step(cl.context.session.thread_id, message.id):  # refused before, and now edited to fit
             await message.update()
         if options["teaching"]:
             await show_prompt(prompt, sampling, found)
-        notice = QueueNotice()
-        try:
-            async with GATE.turn(notice.show):  # with Compare on, both replies in one place in line
-                await notice.remove()
-                if options["compare"] and not SETTINGS.engine_urls:
-                    await compare_answers(engine, system_prompt, prompt, events, sampling, conversation, found)
-                else:
-                    await stream_answer(engine, prompt, events, sampling, conversation, found or [])
-        finally:
-            await notice.remove()  # also when stopped, or the tab closed, while waiting
+        async with in_line():  # with Compare on, both replies in one place in line
+            if options["compare"] and not SETTINGS.engine_urls:
+                await compare_answers(engine, system_prompt, prompt, events, sampling, conversation, found)
+            else:
+                await stream_answer(engine, prompt, events, sampling, conversation, found or [])
     await tell_if_unsaved()
 
 
 async def split_into_tokens(message: cl.Message) -> None:
     """The Tokenize command: the text's tokens and counts, from the tokenizers alone. Neither the text nor the
     answer enters the conversation or the stored thread."""
-    await STORE.forget_step(message.id)
+    await STORE.forget_step(cl.context.session.thread_id, message.id)
     try:
         engine = await engine_with_notice()
     except ChatError:
@@ -323,7 +322,7 @@ async def split_into_tokens(message: cl.Message) -> None:
               for name, folder in OTHER_DEMOS.items()}
     answer = tokenizer_bench.report(message.content, tokens, engine.model_name, others)
     await answer.send()
-    await STORE.forget_step(answer.id)
+    await STORE.forget_step(cl.context.session.thread_id, answer.id)
 
 
 async def labelled(reply: cl.Message, streamed: Streamed, label: str | None) -> cl.CustomElement:
@@ -375,6 +374,35 @@ async def tell_if_unsaved() -> None:
         await cl.ErrorMessage(content="⚠️ 对话暂时无法保存，服务器恢复后会自动补存；回答不受影响。 This conversation "
                                       "could not be saved just now (the server's log says why); it is saved as soon "
                                       "as the database takes writes again. Answers are not affected.").send()
+
+
+BUSY = ("这个对话里还有一个回答在进行中：请等它结束，或按停止。 A reply is still being written in this chat: wait for it "
+        "to finish, or press Stop.")
+NO_LONGER_AVAILABLE = ("这个选择已不可用，请重新提问。 That choice is no longer available (the page is older than the "
+                       "session): ask the question again.")
+
+
+def claim_chat() -> bool:
+    """Make the running handler this chat's one generation, which Stop and a closed tab cancel (Chainlit does this
+    itself for a question); False while another one runs. Called before any await, so two presses cannot both pass."""
+    session = cl.context.session
+    running = session.current_task
+    if running is not None and not running.done() and running is not asyncio.current_task():
+        return False
+    session.current_task = asyncio.current_task()
+    return True
+
+
+@asynccontextmanager
+async def in_line() -> AsyncIterator[None]:
+    """One place in the line of generations (`CHAT_MAX_CONCURRENT_REPLIES`), the visitor told their place meanwhile."""
+    notice = QueueNotice()
+    try:
+        async with GATE.turn(notice.show):
+            await notice.remove()
+            yield
+    finally:
+        await notice.remove()  # also when stopped, or the tab closed, while waiting
 
 
 class QueueNotice:
@@ -474,12 +502,22 @@ async def show_prompt(prompt: RenderedPrompt, sampling: Sampling, found: list[Fo
 
 @cl.action_callback(WEIGH_PROMPT)
 async def weigh_prompt(action: cl.Action) -> None:
-    """The teaching view's button: the prompt's probabilities, one prefill, shown in its token view."""
-    view, prompt = (cl.user_session.get("prompt_views") or {}).get(action.payload.get("element"), (None, None))
+    """The teaching view's button: the prompt's probabilities, one prefill, shown in its token view. A generation like
+    any other: the chat's one at a time, a place in the line, the memory check."""
+    element = action.payload.get("element")
+    view, prompt = (cl.user_session.get("prompt_views") or {}).get(element if isinstance(element, str) else "",
+                                                                  (None, None))
     if view is None:
+        await cl.ErrorMessage(content=NO_LONGER_AVAILABLE).send()
+        return
+    if not claim_chat():
+        await cl.ErrorMessage(content=BUSY).send()
         return
     try:
-        logprobs = await (await wait_for_engine()).prompt_logprobs(prompt)
+        engine = await engine_with_notice()
+        GUARD.check()
+        async with in_line():
+            logprobs = await engine.prompt_logprobs(prompt)
     except ChatError as error:
         await cl.ErrorMessage(content=str(error)).send()
         return
@@ -499,8 +537,10 @@ async def force_token(action: cl.Action) -> None:
     origin: Branchable | None = (cl.user_session.get("branchable") or {}).get(element if isinstance(element, str) else "")
     chosen = forced(origin.tokens, action.payload) if origin else None
     if chosen is None:
-        await cl.ErrorMessage(content="这个选择已不可用，请重新提问。 That choice is no longer available (the page is older "
-                                      "than the session): ask the question again.").send()
+        await cl.ErrorMessage(content=NO_LONGER_AVAILABLE).send()
+        return
+    if not claim_chat():
+        await cl.ErrorMessage(content=BUSY).send()
         return
     index, token = chosen
     try:
@@ -510,15 +550,11 @@ async def force_token(action: cl.Action) -> None:
         await cl.ErrorMessage(content=str(error)).send()
         return
     # The page shows the stop button and holds questions back meanwhile, as while a reply to a question streams.
-    cl.context.session.current_task = asyncio.current_task()
     await cl.context.emitter.task_start()
-    notice = QueueNotice()
     try:
-        async with GATE.turn(notice.show):
-            await notice.remove()
+        async with in_line():
             await stream_branch(engine, origin, index, token)
     finally:
-        await notice.remove()
         await cl.context.emitter.task_end()
 
 

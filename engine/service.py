@@ -19,6 +19,7 @@ import contextlib
 import functools
 import logging
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +28,15 @@ from collections.abc import Callable
 import psutil
 
 from engine.api import ChatEngine
+from engine.prompt import ChatTokenizer, check_fits
+from config.errors import EngineUnavailableError
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 WATCH_INTERVAL = 1.0  # seconds between checks that the engine is alive
 _lock = threading.Lock()
 _engine: Future[ChatEngine] | None = None
+_loader: threading.Thread | None = None  # the thread filling `_engine`
 _build: Callable[[], ChatEngine] | None = None  # loads the engine with the settings it was started with
 _stopping = threading.Event()  # set at shutdown: an engine that stops then is not rebuilt
 _restarts = 0  # engines rebuilt after their processes died
@@ -42,10 +46,18 @@ _restarts = 0  # engines rebuilt after their processes died
 class Backend:
     """How this process gets its engine. `prepare` checks the settings and finds the model folder, raising
     `ChatError` with what to do (the app calls it at import, so a bad configuration stops it with one line);
-    `load` builds the engine, blocking until it is ready (on a background thread)."""
+    `load` builds the engine, blocking until it is ready (on a background thread); `tokenizer` gives the model's
+    tokenizer, for checks at start."""
 
     prepare: Callable[[Settings], Path]
     load: Callable[[Settings, Path], ChatEngine]
+    tokenizer: Callable[[Path], ChatTokenizer] = lambda model: _model_tokenizer(model)
+
+
+def _model_tokenizer(model: Path) -> ChatTokenizer:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model)
 
 
 def _prepare_in_process(settings: Settings) -> Path:
@@ -89,6 +101,12 @@ def prepare(settings: Settings) -> Path:
     return _backend(settings).prepare(settings)
 
 
+def check_personas_fit(settings: Settings, model: Path, system_prompts: dict[str, str]) -> None:
+    """Raise `ConfigError` saying what to set unless every persona's instructions leave room for a question and a
+    reply in the model's context (`engine.prompt.check_fits`)."""
+    check_fits(_backend(settings).tokenizer(model), system_prompts, settings.max_model_len, settings.max_new_tokens)
+
+
 def start_engine(settings: Settings, model: Path) -> None:
     """Start loading the process-wide engine for the model folder `model` on a background thread,
     and the watchdog that rebuilds it if it dies; later calls do nothing."""
@@ -102,14 +120,17 @@ def start_engine(settings: Settings, model: Path) -> None:
 
 
 def _load(build: Callable[[], ChatEngine]) -> None:
-    """Put a new loading future in place (the caller holds `_lock`) and fill it on a thread."""
-    global _engine
+    """Put a new loading future in place (the caller holds `_lock`, and has checked that the app is not stopping) and
+    fill it on a thread."""
+    global _engine, _loader
     future: Future[ChatEngine] = Future()
     future.set_running_or_notify_cancel()  # a running future cannot be cancelled by one visitor's wait
     _engine = future
 
     def load() -> None:
         try:
+            if _stopping.is_set():
+                raise EngineUnavailableError("The app is stopping; the engine is not loaded.")
             engine = build()
         except BaseException as error:  # handed to every waiting session, not lost on this thread
             if not _stopping.is_set():
@@ -120,7 +141,8 @@ def _load(build: Callable[[], ChatEngine]) -> None:
             engine.shutdown()
         future.set_result(engine)
 
-    threading.Thread(target=load, name="engine-loader", daemon=True).start()
+    _loader = threading.Thread(target=load, name="engine-loader", daemon=True)
+    _loader.start()
 
 
 def _watch() -> None:
@@ -137,10 +159,13 @@ def _rebuild(dead: ChatEngine) -> None:
 
     def build() -> ChatEngine:
         dead.shutdown()  # whatever of vLLM's processes is still alive
+        if _stopping.is_set():  # shutdown began meanwhile: start nothing new
+            raise EngineUnavailableError("The app is stopping; the engine is not loaded again.")
         return _build()
 
     with _lock:
-        _load(build)
+        if not _stopping.is_set():  # decided, under the lock, against a shutdown that began since the check
+            _load(build)
 
 
 def is_ready() -> bool:
@@ -185,12 +210,20 @@ async def wait_for_engine() -> ChatEngine:
         await asyncio.sleep(WATCH_INTERVAL / 4)  # dead: the watchdog is about to put a new one in place
 
 
-def shutdown_engine() -> None:
+def shutdown_engine(wait_for_loader: float = 6.0) -> None:
     """Shut the engine down (its vLLM processes with it); no rebuild after. An engine still loading, at start or
-    after a fault, has processes that nothing could shut down yet: they are ended here too."""
-    _stopping.set()
-    if _engine is not None and _engine.done() and _engine.exception() is None:
-        _engine.result().shutdown()
+    after a fault, has processes that nothing could shut down yet: they are ended here too, and so is whatever the
+    loader starts until it gives up (at most `wait_for_loader` seconds), so that no process outlives the app."""
+    with _lock:  # after this, no load begins (`_rebuild` checks under the same lock)
+        _stopping.set()
+        engine, loader = _engine, _loader
+    if engine is not None and engine.done() and engine.exception() is None:
+        engine.result().shutdown()
+    _end_child_processes()
+    deadline = time.monotonic() + wait_for_loader
+    while loader is not None and loader.is_alive() and time.monotonic() < deadline:
+        loader.join(0.2)
+        _end_child_processes(grace=1.0)  # what the loader started meanwhile; its load then fails and it ends
     _end_child_processes()
 
 

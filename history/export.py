@@ -2,7 +2,8 @@
 
 One conversation (`--thread ID`), a user's (`--user NAME`) or all, optionally only those last active in a
 date range (`--since 2026-11-01 --until 2026-12-01`, the end excluded). Writes `OUT.md` and `OUT.json`
-(`--out`, default `conversations-<date>` here), UTF-8 with Chinese as it is. Reads the database named by
+(`--out`, default `conversations-<date>` here), UTF-8 with Chinese as it is; in the Markdown each message is a quote
+whose text shows exactly as written (no Markdown or HTML of its own). Reads the database named by
 `CHAT_DB` (or `chat.db` in `CHAT_STATE_DIR`), also while the app runs.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sqlite3
 import sys
 import time
@@ -29,8 +31,15 @@ def to_markdown(records: list[Record]) -> str:
                      f"- id: `{record.id}`\n- user: {record.user or '(no login)'}\n- persona: {record.persona or '-'}\n"
                      f"- started: {record.created or '-'}\n- last activity: {record.last_activity or '-'}\n")
         for message in record.messages:
-            parts.append(f"**{ROLES[message['role']]}** · {message['created']}\n\n{message['content']}\n")
+            parts.append(f"**{ROLES[message['role']]}** · {message['created']}\n\n{quoted(message['content'])}\n")
     return "# Conversations\n\n" + "\n".join(parts)
+
+
+def quoted(text: str) -> str:
+    """A message as a quote whose every character shows as written: Markdown's punctuation escaped, so a visitor's
+    question can neither start a turn of its own ("**助手 Assistant**") nor put HTML in the operator's viewer."""
+    escaped = re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
+    return "\n".join(f"> {line}  " if line.strip() else ">" for line in escaped.splitlines() or [""])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,8 +14,8 @@ off the event loop.
 
 It also closes what Chainlit's layer leaves open to a crafted request: thread ids that are not UUIDs are
 refused, every query binds its values (Chainlit pastes thread ids into the text of two queries), a step
-never moves to another thread however its id was chosen, a thread's owner never changes, and the history
-list reads threads without their steps.
+never moves to another thread however its id was chosen, nor is deleted or forgotten from one other than the
+chat's own, a thread's owner never changes, and the history list reads threads without their steps.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from chainlit.context import ChainlitContextException, context
 from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 from chainlit.data.utils import queue_until_user_message
 from chainlit.types import PageInfo, PaginatedResponse, Pagination, ThreadDict, ThreadFilter
@@ -60,7 +61,8 @@ class ChatStore(SQLAlchemyDataLayer):
         self._in_flight = 0
         self._settled = asyncio.Event()
         self._settled.set()
-        self._refused_steps: dict[str, None] = {}  # questions the app refused, never to be stored (newest last)
+        # Questions the app refused, never to be stored (newest last), by (thread, step).
+        self._refused_steps: dict[tuple[str, str], None] = {}
 
     def pending(self) -> int:
         """Writes that failed and wait in the backlog for the database to take them."""
@@ -172,8 +174,8 @@ class ChatStore(SQLAlchemyDataLayer):
             log.warning("Refused to store a step of thread %.60r: not a UUID", step_dict.get("threadId"))
             return
         await self.update_thread(step_dict["threadId"])
-        if step_dict.get("id") in self._refused_steps:  # checked after the last wait: the write below then
-            return  # queues before any later `forget_step`'s delete
+        if (step_dict["threadId"], step_dict.get("id")) in self._refused_steps:  # checked after the last wait: the
+            return  # write below then queues before any later `forget_step`'s delete
         step = {key: value for key, value in step_dict.items()
                 if key in TABLES["steps"] and value is not None and value != {}}
         if "showInput" in step_dict:
@@ -189,17 +191,32 @@ class ChatStore(SQLAlchemyDataLayer):
     async def thread_exists(self, thread_id: str) -> bool:
         return bool(await self.execute_sql('SELECT 1 FROM threads WHERE "id" = :id', {"id": thread_id}))
 
-    async def forget_step(self, step_id: str) -> None:
-        """Remove a question the app refused (too long) and keep it out: Chainlit stores a question before the
-        app sees it, in a task of its own that may still be under way."""
-        self._refused_steps[step_id] = None
+    async def forget_step(self, thread_id: str, step_id: str) -> None:
+        """Remove a question the app refused (too long) from its thread and keep it out: Chainlit stores a question
+        before the app sees it, in a task of its own that may still be under way. Only within `thread_id`: the id is
+        the visitor's choice, and may name a step of someone else's thread."""
+        self._refused_steps[(thread_id, step_id)] = None
         while len(self._refused_steps) > MAX_REFUSED:
             del self._refused_steps[next(iter(self._refused_steps))]
-        await self.execute_sql('DELETE FROM steps WHERE "id" = :id', {"id": step_id})
+        await self.execute_sql('DELETE FROM steps WHERE "id" = :id AND "threadId" = :thread',
+                               {"id": step_id, "thread": thread_id})
 
-    def keep_step(self, step_id: str) -> bool:
+    def keep_step(self, thread_id: str, step_id: str) -> bool:
         """A refused question was edited and taken after all: store it again from now on (True if it was refused)."""
-        return self._refused_steps.pop(step_id, 0) is None
+        return self._refused_steps.pop((thread_id, step_id), 0) is None
+
+    async def delete_step(self, step_id: str) -> None:
+        """Chainlit removes a message (an edit drops the ones after it): only from the chat's own thread, whose id
+        comes from the session, never from the message."""
+        try:
+            thread_id = context.session.thread_id
+        except ChainlitContextException:
+            log.warning("Refused to delete step %.60r outside a chat session", step_id)
+            return
+        owned = 'IN (SELECT "id" FROM steps WHERE "id" = :id AND "threadId" = :thread)'
+        parameters = {"id": step_id, "thread": thread_id}
+        await self.execute_sql(f'DELETE FROM feedbacks WHERE "forId" {owned}', parameters)
+        await self.execute_sql('DELETE FROM steps WHERE "id" = :id AND "threadId" = :thread', parameters)
 
     async def get_all_user_threads(self, user_id: str | None = None,
                                    thread_id: str | None = None) -> list[ThreadDict] | None:
@@ -266,7 +283,7 @@ class ChatStore(SQLAlchemyDataLayer):
     async def delete_steps_after(self, thread_id: str, step_id: str) -> None:
         """Delete what the thread holds after step `step_id` (an edited question runs again from there)."""
         await self.execute_sql('DELETE FROM steps WHERE "threadId" = :thread AND "createdAt" > '
-                               '(SELECT "createdAt" FROM steps WHERE "id" = :step)',
+                               '(SELECT "createdAt" FROM steps WHERE "id" = :step AND "threadId" = :thread)',
                                {"thread": thread_id, "step": step_id})
 
 

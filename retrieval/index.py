@@ -2,7 +2,9 @@
 
 `sync` brings a folder's entry up to date with the disk: new and changed files (by modification time and size)
 are read and indexed, removed ones forgotten, so a file taken out of the folder leaves the answers. A file that
-cannot be read is logged once (which file, why) and remembered as skipped until it changes. `search` ranks the
+cannot be read (too large, a zip bomb, a reader that crashed or overran: `retrieval.reader_process`, which reads
+every file in a process of its own, or a link that leads out of the folder) is logged once (which file, why) and
+remembered as skipped until it changes. `search` ranks the
 passages of the given folders against a text's terms. Each call opens its own connection: indexing runs on one
 thread while searches run on others.
 """
@@ -17,11 +19,12 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.passages import passages
-from retrieval.reading import SUFFIXES, UnreadableError, read_document
+from retrieval.reader_process import ReaderProcess
+from retrieval.reading import SUFFIXES, UnreadableError
 from retrieval.terms import terms
 
 log = logging.getLogger(__name__)
+READER_VERSION = 2  # part of each file's stamp: a new version reads every file again (2: images and links as text)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, folder TEXT NOT NULL, path TEXT NOT NULL UNIQUE,
@@ -93,31 +96,34 @@ class KnowledgeIndex:
             stale = [(path, _stamp(file)) for path, file in present.items()]
             stale = [(path, stamp) for path, stamp in stale if known.get(path, (0, ""))[1] != stamp]
             skipped = 0
-            for done, (path, stamp) in enumerate(stale, 1):
-                skipped += not self._index_file(db, key, Path(path), stamp)
-                progress(done, len(stale))
+            with ReaderProcess(self.pairs) as reader:
+                for done, (path, stamp) in enumerate(stale, 1):
+                    skipped += not self._index_file(db, reader, key, Path(path), present[path], stamp)
+                    progress(done, len(stale))
             files, count = db.execute(
                 "SELECT COUNT(DISTINCT d.id), COUNT(p.id) FROM documents d LEFT JOIN passages p ON p.document = d.id "
                 "WHERE d.folder = ? AND d.problem = ''", (key,)).fetchone()
         return SyncReport(files, count, len(stale) - skipped, len(gone), skipped, time.perf_counter() - started)
 
-    def _index_file(self, db: sqlite3.Connection, folder: str, path: Path, stamp: str) -> bool:
+    def _index_file(self, db: sqlite3.Connection, reader: ReaderProcess, folder: str, path: Path, found: Path,
+                    stamp: str) -> bool:
+        """Read `path` (found in the folder as `found`, which may be a link) into the index, or remember why not."""
         try:
-            document, problem = read_document(path), ""
+            if not path.is_relative_to(folder):
+                raise UnreadableError(f"{found} is a link to a file outside the folder; copy the file in instead")
+            document, problem = reader.read(path), ""
         except (UnreadableError, OSError) as error:
             document, problem = None, str(error) or type(error).__name__
-            log.warning("Knowledge: skipped %s: %s", path, problem)
+            log.warning("Knowledge: skipped %s: %s", found, problem)
         with db:
             if row := db.execute("SELECT id FROM documents WHERE path = ?", (str(path),)).fetchone():
                 _forget(db, row[0])
             number = db.execute("INSERT INTO documents (folder, path, stamp, title, problem) VALUES (?, ?, ?, ?, ?)",
                                 (folder, str(path), stamp, document.title if document else "", problem)).lastrowid
-            for passage in passages(document) if document else ():
+            for passage in document.passages if document else ():
                 row_id = db.execute("INSERT INTO passages (document, section, text) VALUES (?, ?, ?)",
                                     (number, passage.section, passage.text)).lastrowid
-                searchable = f"{passage.title} {passage.section} {passage.text}"  # a section's name finds it
-                db.execute("INSERT INTO terms (rowid, body) VALUES (?, ?)",
-                           (row_id, " ".join(terms(searchable, self.pairs))))
+                db.execute("INSERT INTO terms (rowid, body) VALUES (?, ?)", (row_id, passage.searchable))
         return document is not None
 
     def search(self, text: str, folders: Iterable[Path], k: int) -> list[Found]:
@@ -137,7 +143,7 @@ class KnowledgeIndex:
 
 def _stamp(path: Path) -> str:
     status = path.stat()
-    return f"{status.st_mtime_ns}:{status.st_size}"
+    return f"{READER_VERSION}:{status.st_mtime_ns}:{status.st_size}"
 
 
 def _forget(db: sqlite3.Connection, document: int) -> None:

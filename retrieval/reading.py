@@ -2,8 +2,9 @@
 
 A section is (heading, text); its text keeps paragraphs apart by blank lines. Markdown and DOCX sections follow
 their headings, HTML's its `h1`–`h6` (lxml), a PDF's its pages, plain text is one section. The title is the first
-top heading (HTML's `<title>`, DOCX's Title or first heading), else the file name without its extension. A file
-that cannot be read raises `UnreadableError` saying why.
+top heading (HTML's `<title>`, DOCX's Title or first heading), else the file name without its extension. Images and
+links become plain text (`as_plain_text`). A file that cannot be read raises `UnreadableError` saying why. Reading
+runs in whatever process calls it: the app reads through `retrieval.reader_process`, which sets the limits.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ class Document:
     sections: tuple[tuple[str, str], ...]  # (heading, text); the heading may be empty
 
 
-def read_document(path: Path) -> Document:
+def read_document(path: Path, max_chars: int | None = None) -> Document:
+    """The document's title and sections, at most `max_chars` of their text (the rest is left out); its images and
+    links as plain text (`as_plain_text`)."""
     suffix = path.suffix.lower()
     try:
         if suffix in (".md", ".markdown"):
@@ -46,10 +49,31 @@ def read_document(path: Path) -> Document:
         raise
     except Exception as error:  # each parser has its own errors; any of them means this file is skipped
         raise UnreadableError(f"{type(error).__name__}: {error}") from None
-    kept = tuple((heading.strip(), text.strip()) for heading, text in sections if text.strip())
+    kept, room = [], max_chars if max_chars is not None else float("inf")
+    for heading, text in sections:
+        text = as_plain_text(text.strip()[:int(min(room, len(text)))])
+        if text.strip():
+            kept.append((as_plain_text(heading.strip()), text.strip()))
+            room -= len(text)
     if not kept:
         raise UnreadableError("no text found in it (a scanned PDF needs OCR first)")
-    return Document(title.strip() or path.stem, kept)
+    return Document(as_plain_text(title.strip()) or path.stem, tuple(kept))
+
+
+def as_plain_text(text: str) -> str:
+    """Markdown's images and links as words: a passage is shown to visitors as Markdown, and an image there would make
+    every visitor's browser fetch its address (which may be anywhere on the LAN). `![a](u)` and `[a](u)` become
+    `a (u)`, `![a][r]` becomes `a`, a link definition `[r]: u` becomes `r: u`, and `<…>` autolinks lose their brackets."""
+    text = _IMAGE_OR_LINK.sub(lambda match: f"{match.group(1)} ({match.group(2).strip()})".strip(), text)
+    text = _REFERENCE.sub(lambda match: match.group(1), text)
+    text = _DEFINITION.sub(lambda match: f"{match.group(1)}{match.group(2)}:", text)
+    return _AUTOLINK.sub(lambda match: match.group(1), text)
+
+
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\n]*)\)")
+_REFERENCE = re.compile(r"!?\[([^\]\n]*)\]\[[^\]\n]*\]")
+_DEFINITION = re.compile(r"^(\s*)\[([^\]\n]+)\]:", re.MULTILINE)
+_AUTOLINK = re.compile(r"<((?:https?|ftp|file|data):[^>\s]*)>", re.IGNORECASE)
 
 
 def _text(path: Path) -> str:

@@ -12,7 +12,8 @@ engine does. The reply is a script, not a model's:
 - with `Sampling.thinking` on, its first `THINKING_WORDS` words are thinking (`t1 t2 ...`), as a thinking
   model's are, and the answer follows;
 - with `Sampling.logprobs` asked for, each word is a token of probability 0.9 with one alternative, ` alt`
-  (0.09); a reply continued from chosen tokens (`continue_reply`) goes on with ` c1 c2 ...`.
+  (0.09), and the prompt's tokens are its characters; a reply continued from chosen tokens (`continue_reply`) goes on
+  with ` c1 c2 ...`; weighing a prompt (`prompt_logprobs`) takes `PREFILL_SECONDS` and gives each token 0.5.
 Its statistics are measured like the real engine's: times of its own tokens, counted.
 """
 
@@ -35,6 +36,7 @@ from engine.prompt import Message, RenderedPrompt, render_prompt
 
 log = logging.getLogger(__name__)
 TOKEN_SECONDS = 0.02
+PREFILL_SECONDS = 0.5  # how long weighing a prompt (`prompt_logprobs`) takes
 FAIL = "[fail]"
 QUOTE = "[quote]"
 THINKING_WORDS = 25  # half a second: time to press stop while it thinks
@@ -74,6 +76,8 @@ class FakeEngine:
         except MessageTooLongError as error:
             yield Refused(str(error))
             return
+        if sampling.logprobs:  # the teaching view shows the prompt's tokens, one a character
+            prompt = replace(prompt, pieces=tuple(map(chr, prompt.token_ids)))
         yield prompt
         thinking = [f"t{index} " for index in range(1, THINKING_WORDS + 1)] if sampling.thinking else []
         newest = history[-1]["content"]
@@ -124,7 +128,13 @@ class FakeEngine:
             self._running -= 1
 
     async def prompt_logprobs(self, prompt: RenderedPrompt) -> list[float | None]:
-        raise EngineUnavailableError("The scripted engine has no model to weigh a prompt with.")
+        """Every prompt token after the first at probability 0.5, after `PREFILL_SECONDS` of scripted prefill."""
+        self._running += 1
+        try:
+            await asyncio.sleep(PREFILL_SECONDS)
+        finally:
+            self._running -= 1
+        return [None, *[math.log(0.5)] * (len(prompt.token_ids) - 1)]
 
     def tokens(self, text: str) -> list[tuple[int, str]]:
         return [(ord(character), character) for character in text]  # one token per character, as it renders

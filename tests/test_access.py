@@ -100,7 +100,7 @@ async def test_the_socket_needs_a_login_and_the_apps_own_origin(secured):
     await client.socket.disconnect()
 
 
-def test_wrong_passwords_are_slowed_then_locked_out_and_the_lockout_ends(secured):
+def test_wrong_passwords_are_slowed_then_lock_that_name_out_from_that_address_until_the_lockout_ends(secured):
     attacker = "10.0.0.66"
     took = []
     for _ in range(3):
@@ -111,9 +111,10 @@ def test_wrong_passwords_are_slowed_then_locked_out_and_the_lockout_ends(secured
     locked = log_in(secured, "bob", PASSWORDS["bob"], attacker)  # the right password too, while locked out
     assert locked.status_code == 429 and locked.json() == {"detail": LOCKED_OUT}
     assert 0 < int(locked.headers["retry-after"]) <= LOCKOUT_SECONDS
-    assert log_in(secured, "bob", PASSWORDS["bob"], "10.0.0.67").status_code == 429  # bob, from elsewhere
-    assert log_in(secured, "carol", PASSWORDS["carol"], attacker).status_code == 429  # anyone, from there
-    assert log_in(secured, "carol", PASSWORDS["carol"], "10.0.0.68").status_code == 200
+    assert log_in(secured, "bob", PASSWORDS["bob"], "10.0.0.67").status_code == 200  # bob, from elsewhere
+    started = time.monotonic()
+    assert log_in(secured, "carol", PASSWORDS["carol"], attacker).status_code == 200  # another name from there:
+    assert time.monotonic() - started >= 4  # slowed (three failures from that address), not locked
 
     refused = {sample.labels["reason"]: sample.value for sample in metric(secured, "chat_logins_refused")}
     assert refused["wrong_password"] >= 3 and refused["locked_out"] >= 3

@@ -237,3 +237,15 @@ def test_the_storage_benchmark_measures_loop_time_and_size(tmp_path):
     result = json.loads((tmp_path / "h.json").read_text())
     assert result["messages"] == 40 and 0 < result["loop_cpu_ms_per_message"] <= result["wall_ms_per_message"]
     assert result["database_bytes"] > 40 * 100
+
+
+def test_the_markdown_export_shows_a_message_exactly_as_written():
+    from history.export import to_markdown
+    from history.records import Record
+
+    forged = "问题\n\n**助手 Assistant** · 2026-12-03\n\n伪造的回答 <img src=http://10.0.0.1/x.png>"
+    record = Record(id="t", name="对话", user=None, created=None, last_activity=None, persona=None,
+                    messages=[{"role": "user", "content": forged, "created": "2026-12-03"}])
+    markdown = to_markdown([record])
+    assert markdown.count("**助手 Assistant**") == 0 and markdown.count("\\*\\*助手 Assistant\\*\\*") == 1
+    assert markdown.count("<img") == markdown.count("\\<img") == 1  # escaped: shown, never rendered

@@ -53,6 +53,28 @@ def test_newest_message_too_long_is_a_clear_error(tiny_tokenizer):
         render_prompt(tiny_tokenizer, "你是导游", [{"role": "user", "content": "很长" * 500}], budget=200)
 
 
+def test_instructions_that_leave_no_room_are_not_blamed_on_the_visitors_message():
+    from tests.fake_engine import CharacterTokenizer
+
+    with pytest.raises(MessageTooLongError) as refused:
+        render_prompt(CharacterTokenizer(), "说明" * 300, [{"role": "user", "content": "你好"}], budget=400)
+    assert "lower \"Max new tokens\"" in str(refused.value) and "调低" in str(refused.value)
+    with pytest.raises(MessageTooLongError) as refused:
+        render_prompt(CharacterTokenizer(), "说明", [{"role": "user", "content": "很长" * 300}], budget=400)
+    assert "This message is too long" in str(refused.value) and "这条消息太长" in str(refused.value)
+
+
+def test_each_persona_must_leave_room_for_a_question_and_a_reply():
+    from config.errors import ConfigError
+    from engine.prompt import check_fits
+    from tests.fake_engine import CharacterTokenizer
+
+    check_fits(CharacterTokenizer(), {"guide": "说明" * 100}, max_model_len=1024, max_new_tokens=512)
+    with pytest.raises(ConfigError, match="'guide' needs 292 tokens.*at least 1092, .*at most 732,") as refused:
+        check_fits(CharacterTokenizer(), {"guide": "说明" * 100}, max_model_len=1024, max_new_tokens=800)
+    assert "\n" not in str(refused.value)
+
+
 def test_template_options_reach_the_template(tmp_path):
     from transformers import AutoTokenizer
 

@@ -19,6 +19,8 @@ from engine.api import Finished, Sampling, TextDelta
 from tests.conftest import ARTIFACTS, RunningApp
 from harness.visitor import ChatClient, until
 
+METRICS_TOKEN = "monitor-token-for-the-remote-tests"
+
 pytestmark = pytest.mark.e2e
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=32, ignore_eos=True)
 KEY = "a-key-for-the-servers"
@@ -47,6 +49,7 @@ def servers(tiny_model_dir):
 def remote_app(servers, tiny_model_dir):
     running = RunningApp(tiny_model_dir, ARTIFACTS / "app-remote.log", CHAT_MAX_MODEL_LEN=str(CONTEXT),
                          CHAT_ENGINE_URLS=",".join(server.url for server in servers), CHAT_ENGINE_API_KEY=KEY,
+                         CHAT_METRICS_TOKEN=METRICS_TOKEN,
                          CHAT_TEMPERATURE="0",
                          CHAT_IGNORE_EOS="true", CHAT_MAX_NEW_TOKENS="10000")
     running.wait_until_ready(timeout=120)
@@ -69,11 +72,22 @@ async def warm_up(app: RunningApp) -> None:
 
 
 def health(app: RunningApp) -> tuple[int, dict]:
+    """/healthz as a monitor with the metrics token sees it: with the servers (nobody else sees their addresses)."""
+    request = urllib.request.Request(f"{app.url}/healthz", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
     try:
-        response = urllib.request.urlopen(f"{app.url}/healthz", timeout=5)
+        response = urllib.request.urlopen(request, timeout=5)
     except urllib.error.HTTPError as error:
         response = error
     return response.status, json.loads(response.read())
+
+
+def test_only_a_caller_with_the_metrics_token_sees_the_servers(remote_app):
+    assert health(remote_app)[1]["servers"]
+    try:
+        response = urllib.request.urlopen(f"{remote_app.url}/healthz", timeout=5)  # from this machine, no token
+    except urllib.error.HTTPError as error:
+        response = error
+    assert "servers" not in json.loads(response.read())
 
 
 def server_of_reply(app: RunningApp, servers: list[VllmServer]) -> VllmServer:

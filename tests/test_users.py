@@ -12,9 +12,9 @@ import jwt
 import pytest
 
 from config.errors import ConfigError
-from web.accounts import UsersFile
+from web.accounts import UsersFile, main
 from tests.conftest import ROOT
-from web.auth import LoginThrottle, Logins, ensure_secret
+from web.auth import LoginThrottle, Logins, ensure_secret, login_keys
 
 pytestmark = pytest.mark.fast
 
@@ -96,32 +96,51 @@ def test_a_token_counts_only_if_signed_here_unexpired_and_current(tmp_path):
     assert logins.session_user(None) is None and logins.session_user("garbage") is None
 
 
-def test_wrong_passwords_slow_down_then_lock_out_for_a_while():
+def test_wrong_passwords_slow_down_then_lock_out_that_name_from_that_address_only():
     now = [1000.0]
     throttle = LoginThrottle(max_failures=4, lockout=60, clock=lambda: now[0])
-    alice_here, alice_there, bob_here = (["user:alice", "address:a"], ["user:alice", "address:b"],
-                                         ["user:bob", "address:a"])
+    alice_here, alice_there, bob_here = login_keys("alice", "a"), login_keys("alice", "b"), login_keys("bob", "a")
     delays = []
     for _ in range(3):
         delays.append(throttle.delay(alice_here))
         throttle.failed(alice_here)
         now[0] += 1
     assert delays == [0.0, 1.0, 2.0] and throttle.locked_for(alice_here) == 0
-    throttle.failed(alice_here)  # the fourth: locked out, per user and per address
+    throttle.failed(alice_here)  # the fourth: alice is locked out from this address
     assert throttle.locked_for(alice_here) == 60
-    assert throttle.locked_for(alice_there) == 60  # the same user from elsewhere
-    assert throttle.locked_for(bob_here) == 60  # another user from the same address
-    assert throttle.locked_for(["user:bob", "address:b"]) == 0
+    assert throttle.locked_for(alice_there) == 0  # the same user from elsewhere: a lockout is no weapon
+    assert throttle.locked_for(bob_here) == 0 and throttle.delay(bob_here) == 8.0  # the address is slowed, not locked
+    assert throttle.begin(bob_here)
+    throttle.end(bob_here, True)
+    assert throttle.delay(bob_here) == 8.0  # one right password does not clear an address
     now[0] += 59.5
     assert throttle.locked_for(alice_here) == pytest.approx(0.5)
     now[0] += 1
     assert throttle.locked_for(alice_here) == 0  # the lockout ends by itself
-    throttle.failed(alice_here)
-    throttle.succeeded(alice_here)
-    assert throttle.delay(alice_here) == 0.0
-    throttle.failed(alice_here)
+    alice_elsewhere = login_keys("alice", "c")
+    throttle.failed(alice_elsewhere)
+    throttle.succeeded(alice_elsewhere)
+    assert throttle.delay(alice_elsewhere[:1]) == 0.0  # a right password clears the name there
     now[0] += LoginThrottle.WINDOW
     assert throttle.delay(alice_here) == 0.0  # failures count for a while only
+
+
+def test_an_operator_unlocks_a_name_from_every_address(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHAT_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("CHAT_USERS_FILE", str(tmp_path / "users.json"))
+    users = UsersFile(tmp_path / "users.json")
+    users.set_password("teacher", "teacher-password")
+    logins = Logins(tmp_path / "users.json", tmp_path, max_failures=2, lockout_seconds=600)
+    for address in ("10.0.0.1", "10.0.0.2"):
+        for _ in range(2):
+            logins.throttle.failed(login_keys("teacher", address))
+    assert logins.throttle.locked_for(login_keys("teacher", "10.0.0.1")) > 0
+    logins.apply_unlock("teacher")
+    assert logins.throttle.locked_for(login_keys("teacher", "10.0.0.1")) > 0  # nobody has unlocked yet
+    assert main(["unlock", "teacher"]) == 0
+    logins.apply_unlock("teacher")
+    assert all(logins.throttle.locked_for(login_keys("teacher", address)) == 0 for address in ("10.0.0.1", "10.0.0.2"))
+    assert users.verify("teacher", "teacher-password")  # the password is untouched
 
 
 async def test_passwords_are_checked_one_at_a_time_at_the_lowest_cpu_priority(tmp_path):

@@ -1,7 +1,7 @@
 """The users who may log in: a small JSON file of names and argon2 password hashes, and the command that
 manages it.
 
-`python -m web.accounts add NAME` (and `remove`, `passwd`, `list`) edits the file named by
+`python -m web.accounts add NAME` (and `remove`, `passwd`, `unlock`, `list`) edits the file named by
 `CHAT_USERS_FILE`, or `users.json` in `CHAT_STATE_DIR` when that is not set; the password is read without
 echo from a terminal, else as one line of standard input. Every change of a user's password also moves
 the time from which their logins count (`valid_from`): a login token issued before it, or for a user
@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from argon2 import PasswordHasher
@@ -37,6 +37,7 @@ class User:
     name: str
     password_hash: str
     valid_from: int  # Unix time of the last password change: logins issued before it are ended
+    unlocked_at: int = 0  # Unix time of the last `unlock`: the app forgets the user's lockouts from before it
 
 
 class UsersFile:
@@ -74,7 +75,14 @@ class UsersFile:
         if len(password) < MIN_PASSWORD_LENGTH:
             raise ConfigError(f"The password is too short: use at least {MIN_PASSWORD_LENGTH} characters.")
         users = dict(self.users())
-        users[name] = User(name, HASHER.hash(password), int(time.time()))
+        users[name] = User(name, HASHER.hash(password), int(time.time()), users.get(name, User(name, "", 0)).unlocked_at)
+        self._write(users)
+
+    def unlock(self, name: str) -> None:
+        users = dict(self.users())
+        if name not in users:
+            raise ConfigError(f"There is no user {name!r} in {self.path}.")
+        users[name] = replace(users[name], unlocked_at=max(int(time.time()), users[name].unlocked_at + 1))
         self._write(users)
 
     def remove(self, name: str) -> None:
@@ -85,7 +93,8 @@ class UsersFile:
 
     def _write(self, users: dict[str, User]) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        document = {"users": {user.name: {"password_hash": user.password_hash, "valid_from": user.valid_from}
+        document = {"users": {user.name: {"password_hash": user.password_hash, "valid_from": user.valid_from,
+                                          **({"unlocked_at": user.unlocked_at} if user.unlocked_at else {})}
                               for user in users.values()}}
         with tempfile.NamedTemporaryFile("w", dir=self.path.parent, prefix=".users-", delete=False) as file:
             json.dump(document, file, indent=1, ensure_ascii=False)
@@ -96,7 +105,8 @@ class UsersFile:
 def _read(path: Path) -> dict[str, User]:
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))["users"]
-        return {name: User(name, entry["password_hash"], int(entry["valid_from"])) for name, entry in entries.items()}
+        return {name: User(name, entry["password_hash"], int(entry["valid_from"]), int(entry.get("unlocked_at", 0)))
+                for name, entry in entries.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise ConfigError(f"The users file {path} cannot be read ({error}). Restore it from a backup, or move "
                           "it away and add the users again with `python -m web.accounts add NAME`.") from None
@@ -122,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m web.accounts", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for command, text in (("add", "add a user (asks for the password)"), ("passwd", "set a new password"),
-                          ("remove", "remove a user; their open sessions end")):
+                          ("remove", "remove a user; their open sessions end"),
+                          ("unlock", "lift the user's lockout after wrong passwords, from every address")):
         commands.add_parser(command, help=text).add_argument("name")
     commands.add_parser("list", help="list the users")
     arguments = parser.parse_args(argv)
@@ -134,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         if arguments.command == "list":
             for user in known.values():
                 print(f"{user.name}\tpassword set {time.strftime('%Y-%m-%d %H:%M', time.localtime(user.valid_from))}")
+        elif arguments.command == "unlock":
+            users.unlock(arguments.name)
+            print(f"Unlocked {arguments.name}: the running app lets them try again at once.")
         elif arguments.command == "remove":
             users.remove(arguments.name)
             print(f"Removed {arguments.name}; their open sessions end at their next page load or message.")

@@ -1,5 +1,6 @@
 """Logins, when `CHAT_USERS_FILE` is set: Chainlit's password login checked against the users file, a
-lockout after repeated wrong passwords, the session secret, and whether a login still counts.
+lockout after repeated wrong passwords (of one name from one address; `python -m web.accounts unlock NAME` lifts
+it), the session secret, and whether a login still counts.
 
 Chainlit signs a login token (a JWT in an httponly cookie, valid 15 days) and never looks at the users
 file again; `Logins.session_user` does, on every request and message, so removing a user or changing a
@@ -44,15 +45,20 @@ def ensure_secret(state_dir: Path) -> str:
 
 
 class LoginThrottle:
-    """Wrong passwords counted per key (a user name, an address) over the last `WINDOW` seconds: each
-    attempt after a failure waits longer (1, 2, 4, 8 s), and the `max_failures`-th locks the key out for
-    `lockout` seconds. A check under way counts as a failure until it ends (`begin`, `end`), so guesses sent
-    all at once get no more checks than guesses sent one by one."""
+    """Wrong passwords counted per key over the last `WINDOW` seconds. Each attempt after a failure waits longer
+    (1, 2, 4, 8 s), by the most failures of any of its keys; the `max_failures`-th failure locks a key out for
+    `lockout` seconds, except keys marked `SLOW_ONLY`, which only slow attempts down. A check under way counts as a
+    failure until it ends (`begin`, `end`), so guesses sent all at once get no more checks than guesses sent one by one.
+
+    The app's keys (`login_keys`): a user name with the address it comes from (locked: five wrong passwords for the
+    teacher's name from a student's laptop lock the teacher out of that laptop only, never out of everywhere), and the
+    address alone (slowed: guesses over many names from one address take ever longer)."""
 
     WINDOW = 900.0
     MAX_DELAY = 8.0
     MAX_KEYS = 10_000
     MAX_CHECKING = 32  # password checks under way at once, over all keys
+    SLOW_ONLY = "address:"
 
     def __init__(self, max_failures: int, lockout: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_failures = max_failures
@@ -80,9 +86,11 @@ class LoginThrottle:
 
     def begin(self, keys: list[str]) -> bool:
         """Reserve a password check for `keys`; False (nothing reserved) when one is locked out, when the recent
-        failures and the checks under way already reach the limit for one of them, or too many checks run at once."""
+        failures and the checks under way already reach the limit for a key that locks (for one that only slows, the
+        checks under way alone), or too many checks run at once."""
         if (self._under_way >= self.MAX_CHECKING or self.locked_for(keys)
-                or any(len(self._recent(key)) + self._checking[key] >= self.max_failures for key in keys)):
+                or any((0 if key.startswith(self.SLOW_ONLY) else len(self._recent(key))) + self._checking[key]
+                       >= self.max_failures for key in keys)):
             return False
         self._under_way += 1
         for key in keys:
@@ -105,7 +113,7 @@ class LoginThrottle:
         for key in keys:
             recent = self._recent(key)
             recent.append(self._clock())
-            if len(recent) >= self.max_failures:
+            if len(recent) >= self.max_failures and not key.startswith(self.SLOW_ONLY):
                 self._locked_until[key] = self._clock() + self.lockout
                 recent.clear()
         if len(self._failures) + len(self._locked_until) > self.MAX_KEYS:  # made-up names must not fill memory
@@ -115,7 +123,20 @@ class LoginThrottle:
 
     def succeeded(self, keys: list[str]) -> None:
         for key in keys:
-            self._failures.pop(key, None)
+            if not key.startswith(self.SLOW_ONLY):  # one right password does not vouch for a whole address
+                self._failures.pop(key, None)
+
+    def forget(self, name: str) -> None:
+        """An operator unlocked `name`: its failures and lockouts from every address are forgotten."""
+        prefix = login_keys(name, "")[0]
+        for table in (self._failures, self._locked_until):
+            for key in [key for key in table if key.startswith(prefix)]:
+                del table[key]
+
+
+def login_keys(name: str, address: str) -> list[str]:
+    """The throttle's keys for a login of `name` from `address` (`LoginThrottle`)."""
+    return [f"user:{len(name)}:{name}@{address}", f"{LoginThrottle.SLOW_ONLY}{address}"]
 
 
 def _yield_cpu() -> None:
@@ -133,10 +154,19 @@ class Logins:
                               "`.venv/bin/python -m web.accounts add NAME`, or unset CHAT_USERS_FILE for no logins.")
         self.secret = ensure_secret(state_dir)
         self.throttle = LoginThrottle(max_failures, lockout_seconds)
+        self._unlocks_applied: dict[str, int] = {}  # the time of each user's last `unlock` the throttle has applied
         # Hashing a password takes 64 MiB and a core for a moment: one at a time, on a thread of its own at the
         # lowest CPU priority, so a burst of logins neither fills the memory, nor takes the threads that replies
         # and the sidebar use, nor the cores of the engine (itself at CHAT_ENGINE_NICE, 19 by default).
         self._hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="password-check", initializer=_yield_cpu)
+
+    def apply_unlock(self, name: str) -> None:
+        """If an operator ran `python -m web.accounts unlock NAME` since the last look, forget `name`'s lockouts."""
+        user = self.users.users().get(name)
+        if user is not None and user.unlocked_at > self._unlocks_applied.get(name, 0):
+            self._unlocks_applied[name] = user.unlocked_at
+            self.throttle.forget(name)
+            log.info("Logins: %s was unlocked by an operator", name)
 
     async def check_password(self, name: str, password: str) -> bool:
         return await asyncio.get_running_loop().run_in_executor(self._hashing, self._verify, name, password)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
@@ -29,7 +30,9 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request, cookie_parser
 
 from web import telemetry
-from web.auth import LOCKED_OUT, Logins
+from web.auth import LOCKED_OUT, Logins, login_keys
+
+log = logging.getLogger(__name__)
 
 Scope = dict
 Receive = Callable[[], Awaitable[dict]]
@@ -73,6 +76,7 @@ class AccessGate:
     def __init__(self, app: Callable, logins: Logins) -> None:
         self.app = app
         self.logins = logins
+        self.told_shared_address = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -99,7 +103,10 @@ class AccessGate:
             return await _json(send, 413, {"detail": f"A login form is at most {MAX_LOGIN_BYTES} bytes."}, [])
         form = await Request(scope, _replay(body, receive)).form()
         address = (scope.get("client") or ("unknown",))[0]
-        keys = [f"user:{str(form.get('username', ''))[:200]}", f"address:{address}"]
+        name = str(form.get("username", ""))[:200]
+        self._note_shared_address(scope, address)
+        self.logins.apply_unlock(name)
+        keys = login_keys(name, address)
         throttle = self.logins.throttle
         locked = throttle.locked_for(keys)
         if locked or not throttle.begin(keys):
@@ -121,6 +128,18 @@ class AccessGate:
             throttle.end(keys, True if 0 < status < 400 else False if status == 401 else None)
         if status == 401:
             telemetry.LOGINS_REFUSED.labels("wrong_password").inc()
+
+
+    def _note_shared_address(self, scope: Scope, address: str) -> None:
+        """Say once, in the log, when logins come from this machine without `X-Forwarded-For`: behind a proxy that
+        sets none, every visitor has the proxy's address, and one visitor's wrong passwords slow down everyone's."""
+        if self.told_shared_address or not address.startswith(("127.", "::1")):
+            return
+        if not Headers(scope=scope).get("x-forwarded-for"):
+            self.told_shared_address = True
+            log.warning("Logins: a login came from this machine (%s) without X-Forwarded-For. If a reverse proxy "
+                        "stands in front of the app, make it set X-Forwarded-For: until then every visitor shares "
+                        "its address, and wrong passwords from one slow down the logins of all", address)
 
 
 async def _read_body(receive: Receive, declared_length: str) -> bytes | None:

@@ -29,37 +29,39 @@ from web.gate import login_token
 
 
 def add_health_routes(model_name: str, metrics_token: str, logins: Logins | None) -> None:
-    def refusal(request: Request) -> Response | None:
-        """None if the request may see health and metrics, else the answer that says why not."""
-        try:
-            if ipaddress.ip_address(request.client.host if request.client else "").is_loopback:
-                return None
-        except ValueError:
-            pass
+    def access(request: Request) -> Response | bool:
+        """Whether the caller holds the metrics token (True) or may only see health and metrics (False); else the
+        answer that says why not."""
         token = login_token(request.headers)
         if token and not token.isascii():  # no token this server gives out looks like that
             return JSONResponse({"detail": "The bearer token is not one this server gives out."}, status_code=401)
-        if token and (metrics_token and secrets.compare_digest(token.encode(), metrics_token.encode())
-                      or logins is not None and logins.session_user(token) is not None):
-            return None
+        if token and metrics_token and secrets.compare_digest(token.encode(), metrics_token.encode()):
+            return True
+        try:
+            if ipaddress.ip_address(request.client.host if request.client else "").is_loopback:
+                return False
+        except ValueError:
+            pass
+        if token and logins is not None and logins.session_user(token) is not None:
+            return False
         return JSONResponse({"detail": "Only from this machine, with the CHAT_METRICS_TOKEN bearer token, or "
                                        "logged in."}, status_code=403)
 
     async def healthz(request: Request) -> Response:
-        if refused := refusal(request):
-            return refused
+        allowed = access(request)
+        if isinstance(allowed, Response):
+            return allowed
         state = service.state()
         report = {"status": state, "model": model_name, "engine_restarts": service.restarts()}
-        if (engine := service.current_engine()) and (servers := engine.state().servers):
+        if allowed and (engine := service.current_engine()) and (servers := engine.state().servers):
             report["servers"] = [{"url": server.url, "ready": server.ready, "problem": server.problem,
                                   "in_flight": server.in_flight} for server in servers]
         return JSONResponse(report, status_code=200 if state == "ready" else 503)
 
     async def metrics(request: Request) -> Response:
-        if refused := refusal(request):
-            return refused
+        if isinstance(allowed := access(request), Response):
+            return allowed
         # Reading the app's memory may walk its page tables (tens of ms): not on the event loop.
         return Response(await asyncio.to_thread(generate_latest, telemetry.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     server.app.router.routes[0:0] = [Route("/healthz", healthz), Route("/metrics", metrics)]
-

@@ -5,8 +5,9 @@ type and metadata the client gave it (a "user" message of type `assistant_messag
 to the model, and exported, as the assistant's words), lets a visitor without a login open any thread by
 id, queues every message a client sends however many, and lets a malformed event raise deep inside its
 handlers. Here each event is checked first: a thread id must be a UUID (without logins, a stored one gives
-a new chat instead), a message is rebuilt from its text and id alone as a `user_message`, one question at a
-time per chat, and anything malformed is refused with one log line while every other chat goes on. Knows
+a new chat instead), a message is rebuilt from its text and id alone as a `user_message` under an id the chat
+has not used, only the visitor's own questions can be edited, one question at a time per chat, and anything
+malformed is refused with one log line while every other chat goes on. Knows
 nothing of the model.
 """
 
@@ -20,14 +21,14 @@ from collections.abc import Awaitable, Callable
 
 import chainlit.server as server
 from chainlit.context import init_ws_context
-from chainlit.message import ErrorMessage
+from chainlit.chat_context import chat_context
+from chainlit.message import ErrorMessage, Message
 from chainlit.session import WebsocketSession
 
 from history.ids import is_uuid
 
 log = logging.getLogger(__name__)
 CLIENT_TYPES = {"webapp", "copilot", "teams", "slack", "discord"}
-TEXT_EVENTS = ("client_message", "edit_message")  # the events that carry a question
 OFF = ("audio_start", "audio_chunk", "audio_end", "message_favorite", "fetch_favorites")  # features turned off
 
 
@@ -62,8 +63,10 @@ def guard_socket(max_message_chars: int, logins: bool, thread_exists: Callable[[
         return await connect(sid, environ, auth)
 
     handlers["connect"] = checked_connect
-    for event in TEXT_EVENTS:
-        handlers[event] = _checked(event, handlers[event], functools.partial(_question, max_message_chars, commands))
+    handlers["client_message"] = _checked("client_message", handlers["client_message"],
+                                          functools.partial(_new_question, max_message_chars, commands))
+    handlers["edit_message"] = _checked("edit_message", handlers["edit_message"],
+                                        functools.partial(_edited_question, max_message_chars, commands))
     for event in OFF:
         handlers[event] = _checked(event, handlers[event], _never)
     for event in ("chat_settings_change", "chat_settings_edit"):
@@ -143,6 +146,30 @@ def _question(max_chars: int, commands: frozenset[str], sid: str, payload: Any) 
                         "createdAt": created if isinstance(created, str) and len(created) <= 40 else "",
                         **({"command": command} if command else {})},
             "fileReferences": None}
+
+
+def _new_question(max_chars: int, commands: frozenset[str], sid: str, payload: Any) -> dict:
+    """A new question, under an id no message of this chat has: a reused id would overwrite that message's record."""
+    question = _question(max_chars, commands, sid, payload)
+    if _message_in_chat(sid, question["message"]["id"]) is not None:
+        raise Refused("the message id is already used in this chat")
+    return question
+
+
+def _edited_question(max_chars: int, commands: frozenset[str], sid: str, payload: Any) -> dict:
+    """An edit, only of a question this visitor asked in this chat: never of a reply, which would put words in the
+    assistant's mouth (on resume, in exports, and in what the model reads as its own)."""
+    question = _question(max_chars, commands, sid, payload)
+    edited = _message_in_chat(sid, question["message"]["id"])
+    if edited is None or edited.type != "user_message":
+        raise Refused("an edit of a message that is not one of this chat's questions",
+                      "只能修改您自己的问题。 Only your own questions can be edited.")
+    return question
+
+
+def _message_in_chat(sid: str, message_id: str) -> Message | None:
+    init_ws_context(sid)
+    return next((message for message in chat_context.get() if message.id == message_id), None)
 
 
 def _settings(sid: str, payload: Any) -> dict:
