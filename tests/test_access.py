@@ -117,7 +117,7 @@ def test_wrong_passwords_are_slowed_then_lock_that_name_out_from_that_address_un
     assert time.monotonic() - started >= 4  # slowed (three failures from that address), not locked
 
     refused = {sample.labels["reason"]: sample.value for sample in metric(secured, "chat_logins_refused")}
-    assert refused["wrong_password"] >= 3 and refused["locked_out"] >= 3
+    assert refused["wrong_password"] >= 3 and refused["locked_out"] >= 1
     time.sleep(LOCKOUT_SECONDS)
     assert log_in(secured, "bob", PASSWORDS["bob"], attacker).status_code == 200
 
