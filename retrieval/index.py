@@ -110,7 +110,7 @@ class KnowledgeIndex:
         """Read `path` (found in the folder as `found`, which may be a link) into the index, or remember why not."""
         try:
             if not path.is_relative_to(folder):
-                raise UnreadableError(f"{found} is a link to a file outside the folder; copy the file in instead")
+                raise UnreadableError(f"it is a link to {path}, outside the folder; copy the file in instead")
             document, problem = reader.read(path), ""
         except (UnreadableError, OSError) as error:
             document, problem = None, str(error) or type(error).__name__

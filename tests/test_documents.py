@@ -83,7 +83,7 @@ def test_a_link_out_of_the_folder_is_not_followed_and_images_are_text(tmp_path, 
     index = KnowledgeIndex(tmp_path / "index.db")
     with caplog.at_level(logging.WARNING, "retrieval.index"):
         report = index.sync(folder)
-    assert report.skipped == 1 and "is a link to a file outside the folder" in caplog.text
+    assert report.skipped == 1 and "outside the folder; copy the file in instead" in caplog.text
     assert not index.search("服务器密码", [folder], 3)
     [found] = index.search("沙面", [folder], 3)
     assert "](" not in found.text and "![" not in found.text and "<http" not in found.text and "]:" not in found.text

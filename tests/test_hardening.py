@@ -233,3 +233,45 @@ async def test_a_persona_that_fits_a_1024_token_context_answers_hello(tmp_path):
         await visitor.socket.disconnect()
     finally:
         running.stop()
+
+
+async def test_documents_that_bite_dropped_into_a_running_apps_folder_cost_one_log_line_each(tmp_path):
+    from tests.fake_engine import QUOTE
+    from tests.test_documents import docx_bomb
+
+    documents, outside = tmp_path / "documents", tmp_path / "outside.md"
+    documents.mkdir()
+    outside.write_text("# 机密\n\n服务器密码是 hunter2。")
+    (documents / "老建筑导览.md").write_text("# 老建筑导览\n\n沙面的老建筑 ![沙面](http://192.168.1.1/x.png)，见 [地图](http://10.0.0.1/m)。")
+    running = FakeApp(ARTIFACTS / "app-documents.log", CHAT_STATE_DIR=str(tmp_path / "state"),
+                      CHAT_KNOWLEDGE_DIR=str(documents), CHAT_MAX_NEW_TOKENS="300", CHAT_MAX_MODEL_LEN="4096")
+    try:
+        running.wait_until_ready(timeout=60)
+
+        def drop_them() -> None:
+            docx_bomb(documents / "炸弹.docx")
+            with open(documents / "大.pdf", "wb") as file:
+                file.truncate(200 * 2 ** 20)
+            (documents / "坏.pdf").write_bytes(b"%PDF-1.7 not really")
+            (documents / "链接.md").symlink_to(outside)
+            deadline = time.monotonic() + 30
+            while running.log().count("Knowledge: skipped") < 4:
+                assert time.monotonic() < deadline, running.log()[-3000:]
+                time.sleep(0.2)
+
+        visitor, _ = await streaming_meanwhile(running.url, None, drop_them)
+        assert visitor.generated_tokens > 250  # the reply streamed to its end while the files were read
+        await asyncio.sleep(12)  # a rescan later: nothing is read or logged again, the app runs on
+        log = running.log()
+        assert log.count("Knowledge: skipped") == 4 and running.process.poll() is None
+        for name, why in (("炸弹.docx", "its parts inflate to 300 MiB"), ("大.pdf", "it is 200 MiB, more than the 64"),
+                          ("坏.pdf", "PdfStreamError"), ("链接.md", f"it is a link to {outside}, outside the folder")):
+            assert f"{name}: {why}" in log, name
+        asker = await visit(running.url)
+        await asker.ask_and_wait(f"沙面的老建筑导览？{QUOTE}")
+        said = asker.replies()[-1]  # the prompt as the engine got it, passages included
+        assert "沙面 (http://192.168.1.1/x.png)" in said and "![" not in said and "](" not in said
+        assert "hunter2" not in said
+        await asker.socket.disconnect()
+    finally:
+        running.stop()

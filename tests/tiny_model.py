@@ -142,7 +142,9 @@ def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int 
         intermediate_size=2 * hidden_size,
         num_hidden_layers=num_layers,
         num_attention_heads=hidden_size // 64,
-        num_key_value_heads=1,
+        # Qwen's own ratio of query heads to KV heads (6 or 7): vLLM's CPU attention on AMX refuses more than 16 per
+        # KV head at decode ("split_kv_q_token_num_threshold * q_head_per_kv <= 16"), which 24 heads on one broke.
+        num_key_value_heads=max(1, hidden_size // 64 // 6),
         max_position_embeddings=16384,
         tie_word_embeddings=True,
         initializer_range=0.2,  # the default 0.02 makes greedy output one repeated token
