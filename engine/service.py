@@ -130,7 +130,7 @@ def _load(build: Callable[[], ChatEngine]) -> None:
     def load() -> None:
         try:
             if _stopping.is_set():
-                raise EngineUnavailableError("The app is stopping; the engine is not loaded.")
+                raise EngineUnavailableError("服务正在停止。 The app is stopping; the engine is not loaded.")
             engine = build()
         except BaseException as error:  # handed to every waiting session, not lost on this thread
             if not _stopping.is_set():
@@ -160,7 +160,7 @@ def _rebuild(dead: ChatEngine) -> None:
     def build() -> ChatEngine:
         dead.shutdown()  # whatever of vLLM's processes is still alive
         if _stopping.is_set():  # shutdown began meanwhile: start nothing new
-            raise EngineUnavailableError("The app is stopping; the engine is not loaded again.")
+            raise EngineUnavailableError("服务正在停止。 The app is stopping; the engine is not loaded again.")
         return _build()
 
     with _lock:
