@@ -128,9 +128,10 @@ async def test_another_users_messages_cannot_be_deleted_edited_or_branched_from(
     alice = await visit(login_site.url, cookie(login_site, "alice"))
     await alice.socket.emit("chat_settings_change", {"teaching": True})
     await alice.ask_and_wait("爱丽丝的问题")
-    [(question, thread)] = rows(login_site, 'SELECT "id", "threadId" FROM steps WHERE "output" = ?', "爱丽丝的问题")
-    [(reply, reply_text)] = rows(login_site, 'SELECT "id", "output" FROM steps WHERE "threadId" = ? AND "type" = ? '
-                                 'AND "output" LIKE ?', thread, "assistant_message", "[1 messages]%")
+    reply_text = alice.replies()[-1]
+    stored = 'SELECT "id", "threadId" FROM steps WHERE "output" = ?'
+    await until(lambda: rows(login_site, stored, "爱丽丝的问题") and rows(login_site, stored, reply_text))  # written
+    [(question, thread)], [(reply, _)] = rows(login_site, stored, "爱丽丝的问题"), rows(login_site, stored, reply_text)
     view = token_views(alice)[-1]
 
     bob = await visit(login_site.url, cookie(login_site, "bob"))
