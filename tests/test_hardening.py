@@ -128,10 +128,12 @@ async def test_another_users_messages_cannot_be_deleted_edited_or_branched_from(
     alice = await visit(login_site.url, cookie(login_site, "alice"))
     await alice.socket.emit("chat_settings_change", {"teaching": True})
     await alice.ask_and_wait("爱丽丝的问题")
-    reply_text = alice.replies()[-1]
-    stored = 'SELECT "id", "threadId" FROM steps WHERE "output" = ?'
-    await until(lambda: rows(login_site, stored, "爱丽丝的问题") and rows(login_site, stored, reply_text))  # written
-    [(question, thread)], [(reply, _)] = rows(login_site, stored, "爱丽丝的问题"), rows(login_site, stored, reply_text)
+    reply_text, stored = alice.replies()[-1], 'SELECT "id", "threadId" FROM steps WHERE "output" = ?'
+    await until(lambda: rows(login_site, stored, "爱丽丝的问题"))
+    [(question, thread)] = rows(login_site, stored, "爱丽丝的问题")
+    in_thread = 'SELECT "id" FROM steps WHERE "threadId" = ? AND "output" = ?'
+    await until(lambda: rows(login_site, in_thread, thread, reply_text))  # its last write landed
+    [(reply,)] = rows(login_site, in_thread, thread, reply_text)
     view = token_views(alice)[-1]
 
     bob = await visit(login_site.url, cookie(login_site, "bob"))
