@@ -22,22 +22,21 @@ from pathlib import Path
 
 import psutil
 
-from harness.app_process import AppProcess
 from bench.bandwidth import bytes_per_token, read_bandwidth
 from bench.isolate import run_isolated
 from bench.models import model_pair
 from bench.report import write_report
-from harness.visitor import serve
 from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS
+from config.errors import ModelLoadError
+from config.settings import PROJECT_ROOT, load_settings
+from harness.app_process import AppProcess
 from harness.figures import median_run
 from harness.questions import questions
-from config.settings import PROJECT_ROOT, load_settings
-from config.errors import ModelLoadError
+from harness.visitor import serve
+from modelprep.demo import DEMOS
 from modelprep.hardware import fast_int8, int4_kernel, resolve_dtype
 from modelprep.source import resolve_model
-from modelprep.demo import DEMOS
-from web.memory import tree_pss
-
+from telemetry.memory import tree_pss
 
 # The other benchmarks, in the order they run: the app against its baseline commit, a decode step's profile,
 # a presenter's page, llama-server on the demo model, the 7B-shaped model (about 30 minutes alone), the app in

@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, TextIteratorStream
 
 from bench.workload import NEW_TOKENS, prompts
 from harness.figures import Reply, summarise
-from web.memory import tree_pss
+from telemetry.memory import tree_pss
 
 
 class TimedStreamer(TextIteratorStreamer):

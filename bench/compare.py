@@ -17,12 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.workload import DEMO, stage_parser
-from harness.figures import Reply
-from harness.questions import questions, system_prompt
+from config.settings import load_settings
 from engine.api import ReplyStats, Sampling
 from engine.chat_engine import VllmEngine
 from engine.prompt import render_prompt
-from config.settings import load_settings
+from harness.figures import Reply
+from harness.questions import questions, system_prompt
 from modelprep.source import resolve_model
 
 

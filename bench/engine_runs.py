@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 from bench.workload import CONCURRENCY, NEW_TOKENS, prompts
-from harness.figures import Reply, median_run, summarise
+from config.settings import load_settings
 from engine.api import ReplyStats, Sampling
 from engine.chat_engine import VllmEngine
-from config.settings import load_settings
-from web.memory import tree_pss
+from harness.figures import Reply, median_run, summarise
+from telemetry.memory import tree_pss
 
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=NEW_TOKENS, ignore_eos=True)
 

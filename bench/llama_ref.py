@@ -18,7 +18,7 @@ from transformers import AutoTokenizer
 
 from bench.workload import NEW_TOKENS, prompts
 from harness.figures import Reply, summarise
-from web.memory import tree_pss
+from telemetry.memory import tree_pss
 
 
 def run(gguf: str, tokenizer_folder: str, users: int) -> dict:

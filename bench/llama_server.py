@@ -22,11 +22,11 @@ from pathlib import Path
 
 import httpx
 
+from engine.prompt import RenderedPrompt
 from harness.app_process import free_port
 from harness.figures import Reply, summarise
-from modelprep.hardware import cpu_flags
 from modelprep.cache import build_once
-from engine.prompt import RenderedPrompt
+from modelprep.hardware import cpu_flags
 
 SDIST = ("llama-cpp-python", "0.3.36")
 TARGETS = ("llama-server", "llama-quantize")

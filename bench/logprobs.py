@@ -17,14 +17,14 @@ import time
 from pathlib import Path
 
 from bench.workload import DEMO, stage_parser
-from harness.figures import Reply, summarise
-from harness.questions import questions, system_prompt
+from config.settings import load_settings
 from engine.api import ReplyStats, Sampling
 from engine.chat_engine import VllmEngine
-from config.settings import load_settings
-from modelprep.source import resolve_model
-from engine.prompt import render_prompt
 from engine.distribution import ALTERNATIVES
+from engine.prompt import render_prompt
+from harness.figures import Reply, summarise
+from harness.questions import questions, system_prompt
+from modelprep.source import resolve_model
 
 CHATS = (1, 8)
 

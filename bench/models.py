@@ -7,8 +7,8 @@ from pathlib import Path
 from bench.workload import DEMO
 from config.settings import load_settings
 from modelprep.cache import build_once
+from modelprep.quantization.int8 import quantize_folder
 from modelprep.source import resolve_model
-from modelprep.quantization import quantize_folder
 
 
 def model_pair(model: Path | None, int8: Path | None, scratch: Path) -> tuple[Path, Path]:

@@ -25,12 +25,12 @@ import psutil
 from playwright.sync_api import sync_playwright
 from transformers import AutoTokenizer
 
-from harness.app_process import AppProcess
-from harness.visitor import ChatClient
 from bench.workload import DEMO, stage_parser
+from config.settings import load_settings
+from harness.app_process import AppProcess
 from harness.browser import REPLY, launch_chromium
 from harness.questions import question
-from config.settings import load_settings
+from harness.visitor import ChatClient
 from modelprep.source import resolve_model
 
 # The app's defaults, and the same with a core reserved for the web server (`CHAT_RESERVED_CPUS`).

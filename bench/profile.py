@@ -19,16 +19,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 
 from bench.engine_runs import start_replies
 from bench.workload import DEMO
+from config.settings import PROJECT_ROOT, load_settings
 from engine.api import Sampling
 from engine.chat_engine import VllmEngine
-from config.settings import PROJECT_ROOT, load_settings
 from modelprep.source import resolve_model
 
 # A part of a decode step and the frames that mark it, most specific first; a sample goes to the first

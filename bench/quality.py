@@ -44,9 +44,9 @@ def score(model: str, quick: bool) -> dict:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    from harness.questions import system_prompt
     from engine.chat_engine import engine_options
     from engine.prompt import render_prompt
+    from harness.questions import system_prompt
 
     settings = load_settings()
     tokenizer = AutoTokenizer.from_pretrained(model)
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="600 characters of each language, two short answers")
     parser.add_argument("--model", type=Path, help="16-bit model folder (default: the demo model)")
     parser.add_argument("--int8", type=Path, help="its int8 folder (default: the demo's, or quantised on the spot)")
-    parser.add_argument("--int4", type=Path, help="its 4-bit folder too (`modelprep.int4`; default: none)")
+    parser.add_argument("--int4", type=Path, help="its 4-bit folder too (`modelprep.quantization.int4`; default: none)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark", help="output folder")
     arguments = parser.parse_args(argv)
     scratch = tempfile.TemporaryDirectory()

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import psutil
 
-from harness.app_process import AppProcess
 from bench.then_now import ready_after
+from bench.workload import DEMO, stage_parser
+from config.settings import load_settings
+from harness.app_process import AppProcess
+from harness.questions import questions
 from harness.visitor import serve
 from harness.vllm_server import VllmServer
-from bench.workload import DEMO, stage_parser
-from harness.questions import questions
-from config.settings import load_settings
 from modelprep.source import resolve_model
 
 CHATS = 8

@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file-only backend)
 
+
 def labels(results: dict) -> dict[str, str]:
     """Each system's line in the table and chart. The 16-bit weights run in the app's dtype for this CPU (float32
     where it has no bfloat16); the UI path serves what the app serves here by default."""

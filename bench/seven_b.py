@@ -35,10 +35,10 @@ from bench.versus import run_app, run_llama_servers, write
 from bench.workload import DEMO, stage_parser
 from config.settings import load_settings
 from modelprep.cache import build_once
-from modelprep.source import resolve_model
 from modelprep.hardware import int4_kernel
-from modelprep.int4 import quantize_int4
-from modelprep.quantization import quantize_folder
+from modelprep.quantization.int4 import quantize_int4
+from modelprep.quantization.int8 import quantize_folder
+from modelprep.source import resolve_model
 
 CONFIG = {
     "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu", "hidden_size": 3584,

@@ -24,11 +24,11 @@ from pathlib import Path
 import httpx
 import psutil
 
-from harness.app_process import AppProcess
-from harness.visitor import serve
 from bench.workload import DEMO, stage_parser
-from harness.questions import questions
 from config.settings import PROJECT_ROOT, load_settings
+from harness.app_process import AppProcess
+from harness.questions import questions
+from harness.visitor import serve
 from modelprep.source import resolve_model
 
 BASELINE = "6b544c6"

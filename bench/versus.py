@@ -26,16 +26,16 @@ import psutil
 from transformers import AutoTokenizer
 
 from bench import llama_server
-from harness.app_process import AppProcess
-from harness.visitor import serve as serve_app
 from bench.workload import DEMO, stage_parser
-from harness.questions import questions, system_prompt
 from config.settings import Settings, load_settings
-from modelprep.demo import DEMOS
-from web.memory import tree_pss
-from modelprep.quantization import weight_format
-from modelprep.source import resolve_model
 from engine.prompt import render_prompt
+from harness.app_process import AppProcess
+from harness.questions import questions, system_prompt
+from harness.visitor import serve as serve_app
+from modelprep.demo import DEMOS
+from modelprep.quantization.checkpoint import weight_format
+from modelprep.source import resolve_model
+from telemetry.memory import tree_pss
 
 CHATS = (1, 8)
 SLOTS = 8

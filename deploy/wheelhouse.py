@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from config.settings import PROJECT_ROOT, load_settings
 from config.errors import DeployError
+from config.settings import PROJECT_ROOT, load_settings
 from modelprep.cache import build_once
 
 LOCK = PROJECT_ROOT / "requirements.txt"

@@ -10,11 +10,12 @@ fake the handler tests use (`tests/fake_engine.py`). No vLLM here: the fake runs
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
-from collections.abc import AsyncIterator, Sequence
 
-from engine.prompt import Message, RenderedPrompt
+from config.message import Message
+from engine.prompt import RenderedPrompt
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,14 @@ class EngineState:
     waiting: int = 0
     kv_cache_usage: float = 0.0  # 0..1
     servers: tuple[ServerReport, ...] = ()  # the remote engine's servers; none in process
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do beyond a reply; the page offers only that."""
+
+    token_view: bool = True  # each token's probabilities, a branch from any token, the prompt's probabilities
+    compare: bool = True  # two replies to one prompt at once, each with its own sampling
 
 
 class ChatEngine(Protocol):

@@ -8,8 +8,8 @@ An exception from the producer is raised in the consumer, never swallowed.
 from __future__ import annotations
 
 import asyncio
-from typing import Generic, TypeVar
 from collections.abc import AsyncIterator
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 

@@ -17,11 +17,11 @@ import logging
 import os
 import threading
 import time
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
-from collections.abc import AsyncIterator, Coroutine, Sequence
 
 from transformers import PreTrainedTokenizerBase
 from vllm import SamplingParams
@@ -31,20 +31,20 @@ from vllm.sampling_params import RequestOutputKind
 from vllm.utils.ompmultiprocessing import OMPProcessManager
 from vllm.v1.engine.async_llm import AsyncLLM
 
-from engine.api import (EngineState, Finished, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability,
-                        coalesce)
+from config.errors import EngineUnavailableError, ModelLoadError
+from config.message import Message
+from config.settings import Settings
+from engine.api import EngineState, Finished, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability, coalesce
 from engine.bridge import Channel
 from engine.distribution import ALTERNATIVES
-from config.settings import Settings
-from config.errors import EngineUnavailableError, ModelLoadError
-from modelprep.hardware import resolve_dtype
 from engine.metrics import SchedulerWatch
-from engine.prompt import Message, RenderedPrompt
-from modelprep.quantization import weight_format
-from modelprep.sizing import KV_BLOCK_TOKENS, kv_cache_budget
-from engine.replies import continued_events, prepare_reply, reply_events
+from engine.prompt import RenderedPrompt
+from engine.replies import continued_events, render_reply, reply_events
 from engine.spawn import main_module_hidden
 from engine.token_text import pieces, split
+from modelprep.hardware import resolve_dtype
+from modelprep.quantization.checkpoint import weight_format
+from modelprep.sizing import KV_BLOCK_TOKENS, kv_cache_budget
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -169,7 +169,7 @@ class VllmEngine:
         that three starts each could tell. Greedy replies need no set-up of their own; longer prompts warm nothing
         more."""
         sampling = Sampling(0.7, 0.8, 2, top_k=20, repetition_penalty=1.05, logprobs=ALTERNATIVES)
-        prompt, _ = prepare_reply(self.tokenizer, "", [{"role": "user", "content": "hi"}], sampling,
+        prompt, _ = render_reply(self.tokenizer, "", [{"role": "user", "content": "hi"}], sampling,
                                   self.settings.max_model_len)
 
         async def run() -> None:

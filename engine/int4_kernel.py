@@ -39,16 +39,16 @@ def register() -> None:
         return
     from vllm.model_executor.kernels.linear.mixed_precision.cpu import CPUWNA16LinearKernel
 
-    prepare = CPUWNA16LinearKernel.process_weights_after_loading
-    if getattr(prepare, "w4a8_with_vnni", False):  # vLLM may load plugins more than once in a process
+    load_weights = CPUWNA16LinearKernel.process_weights_after_loading
+    if getattr(load_weights, "w4a8_with_vnni", False):  # vLLM may load plugins more than once in a process
         return
 
-    @wraps(prepare)
-    def prepare_for_w4a8(self, layer: torch.nn.Module) -> None:
+    @wraps(load_weights)
+    def load_weights_for_w4a8(self, layer: torch.nn.Module) -> None:
         with _amx_reported():
-            prepare(self, layer)
+            load_weights(self, layer)
         if not getattr(layer, "use_w4a8", False):
             log.warning("A 4-bit layer runs on vLLM's slow W4A16 path (activations %s, not bf16)", self.config.act_type)
 
-    prepare_for_w4a8.w4a8_with_vnni = True
-    CPUWNA16LinearKernel.process_weights_after_loading = prepare_for_w4a8
+    load_weights_for_w4a8.w4a8_with_vnni = True
+    CPUWNA16LinearKernel.process_weights_after_loading = load_weights_for_w4a8

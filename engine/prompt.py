@@ -7,16 +7,12 @@ system prompt and the newest user message are never dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from config.errors import ConfigError, MessageTooLongError
-
-
-class Message(TypedDict):
-    role: Literal["user", "assistant"]
-    content: str
+from config.message import Message
 
 
 class ChatTokenizer(Protocol):

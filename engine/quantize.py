@@ -1,8 +1,6 @@
-"""`python -m engine.quantize`, the command's first name, kept for the scripts that use it: `python -m modelprep.quantization`."""
+"""`python -m engine.quantize`, the command's first name, kept for the scripts that use it: it runs `python -m modelprep.quantization`.
+Run, not imported: the engine depends on nothing of the command."""
 
-import sys
+import runpy
 
-from modelprep.quantization import main
-
-if __name__ == "__main__":
-    sys.exit(main())
+runpy.run_module("modelprep.quantization", run_name="__main__", alter_sys=True)

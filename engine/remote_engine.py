@@ -16,23 +16,23 @@ import json
 import logging
 import threading
 import time
+from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from collections.abc import AsyncIterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from engine.api import (EngineState, Finished, ReplyEvent, ReplyStats, Sampling, ServerReport, TextDelta,
-                        coalesce)
-from engine.bridge import Channel
-from config.settings import Settings
 from config.errors import EngineUnavailableError, ModelLoadError
+from config.message import Message
+from config.settings import Settings
+from engine.api import EngineState, Finished, ReplyEvent, ReplyStats, Sampling, ServerReport, TextDelta, coalesce
+from engine.bridge import Channel
+from engine.prompt import RenderedPrompt
 from engine.replies import continued_events, reply_events
-from engine.prompt import Message, RenderedPrompt
 from engine.token_text import split
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def check_replica(url: str, headers: dict[str, str], settings: Settings,
     return ReplicaState(True, "", False, card["id"], *_load(metrics.text))
 
 
-def prepare_remote(settings: Settings) -> Path:
+def locate_remote_model(settings: Settings) -> Path:
     """The local model folder, for its tokenizer; refuses a server that answers with a mismatch. A server that
     does not answer yet is fine: it joins when it does."""
     from modelprep.source import resolve_model

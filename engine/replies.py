@@ -10,14 +10,15 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 
-from engine.api import Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
 from config.errors import MessageTooLongError
-from engine.prompt import Message, RenderedPrompt, render_prompt
+from config.message import Message
+from engine.api import Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
+from engine.prompt import RenderedPrompt, render_prompt
 from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
 from engine.token_text import with_pieces
 
 
-def prepare_reply(tokenizer, system_prompt: str, history: list[Message], sampling: Sampling,
+def render_reply(tokenizer, system_prompt: str, history: list[Message], sampling: Sampling,
                   max_model_len: int) -> tuple[RenderedPrompt, ThinkingSplitter | None]:
     prompt = render_prompt(tokenizer, system_prompt, history, budget=max_model_len - sampling.max_new_tokens,
                            template_options={"enable_thinking": sampling.thinking})
@@ -32,7 +33,7 @@ async def reply_events(tokenizer, max_model_len: int, system_prompt: str, histor
     """`engine.api.ChatEngine.reply` for any engine whose `stream(prompt)` yields the reply's events: first the
     prompt (or `Refused`), then the events. Closing this closes, and so aborts, the engine's stream."""
     try:
-        prompt, splitter = await asyncio.to_thread(prepare_reply, tokenizer, system_prompt, history, sampling,
+        prompt, splitter = await asyncio.to_thread(render_reply, tokenizer, system_prompt, history, sampling,
                                                    max_model_len)
     except MessageTooLongError as error:
         yield Refused(str(error))

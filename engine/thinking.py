@@ -10,10 +10,10 @@ first. Each parser is fed every delta's text and token ids as vLLM's own server 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import AsyncIterator
 
 from engine.api import Finished, TextDelta
 from engine.prompt import RenderedPrompt

@@ -8,9 +8,9 @@ shown as they are written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
-from collections.abc import Sequence
 
 from engine.prompt import RenderedPrompt
 

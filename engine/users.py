@@ -1,8 +1,6 @@
-"""`python -m engine.users`, the command's first name, kept for the scripts that use it: `python -m web.accounts`."""
+"""`python -m engine.users`, the command's first name, kept for the scripts that use it: it runs `python -m web.accounts`.
+Run, not imported: the engine depends on nothing of the command."""
 
-import sys
+import runpy
 
-from web.accounts import main
-
-if __name__ == "__main__":
-    sys.exit(main())
+runpy.run_module("web.accounts", run_name="__main__", alter_sys=True)

@@ -16,7 +16,7 @@ import re
 import sys
 import time
 import uuid
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 import httpx
 import socketio

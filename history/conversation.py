@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from engine.prompt import Message
+from config.message import Message
 
 REPLY = "reply"  # the metadata key that marks a message as one of the assistant's replies
 SET_ASIDE = "set_aside"  # marks a reply the conversation does not hold: a branch, or a reply the teacher swapped out

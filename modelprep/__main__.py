@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-
+from config.errors import ChatError, cannot
 from config.settings import load_env_file, load_settings
 from modelprep.demo import DEMOS
-from config.errors import ChatError, cannot
 from modelprep.source import resolve_model
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 MANIFEST = "manifest.json"
 VERIFIED = ".verified.json"

@@ -17,8 +17,8 @@ from safetensors import safe_open
 from vllm.model_executor.models import ModelRegistry
 from vllm.platforms import CpuArchEnum, current_platform
 
-from config.settings import Settings
 from config.errors import ModelLoadError
+from config.settings import Settings
 from modelprep.hardware import cpu_flags, int4_kernel, resolve_dtype
 from modelprep.sizing import GIB, RUNTIME_BYTES, ModelShape, kv_cache_budget, kv_cache_for_chats, memory_needed
 

@@ -16,7 +16,7 @@ GIB = 1024**3
 # ran the model, 2.75 GiB since (`python -m bench.then_now`); rounded up.
 RUNTIME_BYTES = int(3 * GIB)
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
-INT4_GROUP = 128  # weights per scale in 4-bit layers (modelprep.int4)
+INT4_GROUP = 128  # weights per scale in 4-bit layers (modelprep.quantization.int4)
 # Tokens per KV-cache block: vLLM caches and shares whole blocks of a prompt, so a persona's system prompt
 # (about 80 tokens) is shared by every chat only with blocks smaller than vLLM's 128 on CPU.
 KV_BLOCK_TOKENS = 32

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from modelscope import snapshot_download
 from modelscope_hub.errors import CacheNotFound, HubError
 
-from modelprep.demo import DEMOS, fetch_demo_gguf
 from config.errors import ModelLoadError
+from modelprep.cache import build_once, is_complete
+from modelprep.demo import DEMOS, fetch_demo_gguf
 from modelprep.gguf import convert_gguf
 from modelprep.hardware import fast_int8, int4_kernel
-from modelprep.cache import build_once, is_complete
-from modelprep.quantization import quantize, weight_format
+from modelprep.quantization.checkpoint import weight_format
+from modelprep.quantization.command import quantize
 
 MODELSCOPE_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 PREPARE_HINT = "Run ./run.sh (it prepares the model before starting the app) or `.venv/bin/python -m modelprep`."

@@ -14,7 +14,7 @@ from config.errors import ChatError, cannot
 from config.personas import load_personas
 from config.settings import load_env_file, load_settings
 from retrieval.grounding import label
-from retrieval.knowledge import KnowledgeBase
+from retrieval.knowledge_base import KnowledgeBase
 
 
 def main() -> None:

@@ -9,11 +9,11 @@ nothing of the documents being silent (`drawn_on`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
-from engine.prompt import Message
+from config.message import Message
 from retrieval.index import Found
-import re
 
 NOT_COVERED = "资料里没有这方面的信息"
 RULES = f"""

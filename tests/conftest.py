@@ -6,8 +6,8 @@ Everything expensive is session-scoped and shared. Nothing here downloads anythi
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -40,8 +40,8 @@ def paced_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def demo_model_dir() -> Path:
     """The bundled 0.5B demo model, which ./test.sh's set-up prepares: a test never downloads it."""
-    from config.settings import load_settings
     from config.errors import ChatError
+    from config.settings import load_settings
     from modelprep.source import resolve_model
 
     try:
@@ -59,8 +59,8 @@ def tiny_tokenizer(tiny_model_dir: Path):
 
 @pytest.fixture(scope="session")
 def engine(tiny_model_dir: Path):
-    from engine.chat_engine import VllmEngine
     from config.settings import load_settings
+    from engine.chat_engine import VllmEngine
 
     settings = load_settings({"CHAT_MODEL": str(tiny_model_dir), "CHAT_KV_CACHE_GIB": "1",
                               "CHAT_MAX_MODEL_LEN": "2048"})

@@ -11,7 +11,7 @@ from chainlit.cli import cli
 from engine import service
 from tests.fake_engine import CharacterTokenizer, FakeEngine
 
-service.BACKEND = service.Backend(prepare=lambda settings: Path(FakeEngine.model_name), load=FakeEngine.load,
+service.BACKEND = service.Backend(locate=lambda settings: Path(FakeEngine.model_name), load=FakeEngine.load,
                                   tokenizer=lambda model: CharacterTokenizer())
 
 if __name__ == "__main__":

@@ -24,15 +24,16 @@ import itertools
 import logging
 import math
 import time
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from collections.abc import AsyncIterator, Sequence
 
-from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability
-from config.settings import Settings
 from config.errors import EngineUnavailableError, MessageTooLongError
-from engine.prompt import Message, RenderedPrompt, render_prompt
+from config.message import Message
+from config.settings import Settings
+from engine.api import EngineState, Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability
+from engine.prompt import RenderedPrompt, render_prompt
 
 log = logging.getLogger(__name__)
 TOKEN_SECONDS = 0.02

@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.browser import record_socket, wait_for_chat
 from harness.visitor import ChatClient, chat
-from web.accounts import UsersFile
 from tests.conftest import ARTIFACTS, RunningApp
+from web.accounts import UsersFile
 from web.auth import LOCKED_OUT
 
 PASSWORDS = {name: f"{name}-password" for name in ("alice", "bob", "carol", "erin", "frank")}

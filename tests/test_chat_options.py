@@ -4,10 +4,10 @@ import asyncio
 import math
 from dataclasses import replace
 
-from harness.visitor import ChatClient
 from config.settings import load_settings
 from harness.browser import wait_until
-from ui.chat_options import checked, compared, initial_options, label, limits, sampling, widgets
+from harness.visitor import ChatClient
+from ui.chat_options import ChatOptions, checked, compared, initial_options, label, limits, sampling, widgets
 
 SETTINGS = load_settings({})
 
@@ -18,9 +18,9 @@ def test_values_within_limits_are_taken_and_the_rest_refused_with_what_was_kept(
                                                     "teaching": True, "live_stats": False, "thinking": True,
                                                     "knowledge": False, "compare": True, "compare_temperature": 0,
                                                     "compare_seed": 42.0})
-    assert options == {"temperature": 1.2, "top_p": 0.5, "max_new_tokens": 64, "teaching": True, "live_stats": False,
-                       "thinking": True, "knowledge": False, "compare": True, "compare_temperature": 0,
-                       "compare_seed": 42}
+    assert options == ChatOptions(temperature=1.2, top_p=0.5, max_new_tokens=64, teaching=True, live_stats=False,
+                                  thinking=True, knowledge=False, compare=True, compare_temperature=0, compare_seed=42)
+    assert isinstance(options.compare_seed, int)
     assert refused == []
     options, refused = checked(SETTINGS, previous, {"temperature": 5, "top_p": "lots", "max_new_tokens": -3})
     assert options == previous and len(refused) == 3
@@ -33,17 +33,17 @@ def test_values_within_limits_are_taken_and_the_rest_refused_with_what_was_kept(
 def test_thinking_is_offered_only_where_the_template_has_the_switch_and_reaches_the_sampling():
     offered = lambda switch: [widget.id for widget in widgets(SETTINGS, initial_options(SETTINGS), switch)]
     assert "thinking" in offered(True) and "thinking" not in offered(False)
-    assert initial_options(SETTINGS)["thinking"] is SETTINGS.enable_thinking
-    assert sampling(SETTINGS, {**initial_options(SETTINGS), "thinking": True}).thinking
+    assert initial_options(SETTINGS).thinking is SETTINGS.enable_thinking
+    assert sampling(SETTINGS, replace(initial_options(SETTINGS), thinking=True)).thinking
 
 
 def test_compare_samples_the_second_reply_at_its_own_temperature_and_seed_and_says_so():
-    options = {**initial_options(SETTINGS), "compare": True, "compare_temperature": 1.2, "compare_seed": 7}
+    options = replace(initial_options(SETTINGS), compare=True, compare_temperature=1.2, compare_seed=7)
     first = sampling(SETTINGS, options)
     second = compared(first, options)
     assert (second.temperature, second.seed) == (1.2, 7) and replace(second, temperature=first.temperature,
                                                                       seed=None) == first
-    assert compared(first, {**options, "compare_seed": 0}).seed is None  # 0: a new draw each time
+    assert compared(first, replace(options, compare_seed=0)).seed is None  # 0: a new draw each time
     assert "seed 7" in label(second) and "the same question gets the same reply" in label(second)
     assert "the same every time" in label(replace(first, temperature=0))
     assert [widget.id for widget in widgets(SETTINGS, options, False)][-3:] == ["compare", "compare_temperature",

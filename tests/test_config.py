@@ -5,8 +5,8 @@ from dataclasses import fields
 
 import pytest
 
-from config.settings import Settings, load_settings
 from config.errors import ConfigError
+from config.settings import Settings, load_settings
 from modelprep.hardware import resolve_dtype
 
 pytestmark = pytest.mark.fast

@@ -6,10 +6,10 @@ import subprocess
 
 import pytest
 
+from config.errors import DeployError
+from config.settings import read_env_file
 from deploy.bundle import glibc_needed
 from deploy.install import check_files, check_machine, check_space, point_env_at
-from config.settings import read_env_file
-from config.errors import DeployError
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.fast

@@ -17,10 +17,10 @@ import httpx
 import psutil
 import pytest
 
-from modelprep.hardware import fast_int8, resolve_dtype
-from harness.browser import REPLY, ask_and_wait, open_chat, send, set_option, set_slider, socket_events, wait_until
 from config.personas import load_personas
+from harness.browser import REPLY, ask_and_wait, open_chat, send, set_option, set_slider, socket_events, wait_until
 from history.conversation import SOURCES_MARK
+from modelprep.hardware import fast_int8, resolve_dtype
 from tests.conftest import ARTIFACTS, ROOT, RunningApp, smaps_rollup_pss
 
 pytestmark = pytest.mark.e2e
@@ -293,7 +293,7 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     from transformers import AutoTokenizer
 
     from retrieval.grounding import RULES, grounded
-    from retrieval.knowledge import KnowledgeBase
+    from retrieval.knowledge_base import KnowledgeBase
 
 
     page = open_chat(browser, demo_app, RECORD_STATS)

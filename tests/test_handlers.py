@@ -14,9 +14,9 @@ import time
 
 import pytest
 
+from harness.visitor import ChatClient, until, visit
 from tests.conftest import ARTIFACTS, FakeApp
 from tests.fake_engine import ALTERNATIVE, FAIL, THINKING_WORDS
-from harness.visitor import ChatClient, until, visit
 
 pytestmark = pytest.mark.fast
 REPLY_TOKENS = 50  # a second of words at the fake's pace

@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import uuid
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 import pytest
 from chainlit.context import init_http_context

@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from config.settings import PROJECT_ROOT
 from config.personas import load_personas
-from web.accounts import UsersFile
+from config.settings import PROJECT_ROOT
 from harness.browser import REPLY, ask_and_wait, open_chat, set_option, socket_events, wait_until
 from tests.conftest import ARTIFACTS, ROOT, RunningApp
+from web.accounts import UsersFile
 
 pytestmark = pytest.mark.e2e
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}

@@ -13,10 +13,10 @@ import httpx
 import pytest
 import socketio
 
-from harness.visitor import ChatClient, chat
-from web.accounts import UsersFile
 from harness.browser import wait_until
+from harness.visitor import ChatClient, chat
 from tests.conftest import ARTIFACTS, RunningApp
+from web.accounts import UsersFile
 
 
 def rows(folder, query: str, *parameters) -> list[tuple]:

@@ -10,7 +10,7 @@ import asyncio
 import sqlite3
 import time
 import uuid
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 import httpx
@@ -18,10 +18,10 @@ import psutil
 import pytest
 import socketio
 
-from web.accounts import UsersFile
+from harness.visitor import ChatClient, until, visit
 from history.records import read_records
 from tests.conftest import ARTIFACTS, FakeApp
-from harness.visitor import ChatClient, until, visit
+from web.accounts import UsersFile
 
 INJECTION = "x') UNION SELECT s.\"id\" FROM steps s /*"
 MAX_FAILURES = 3

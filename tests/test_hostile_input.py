@@ -22,7 +22,7 @@ from history.schema import open_database
 from tests.test_history import new_store, step
 from ui.chat_options import checked, initial_options
 from web.auth import LoginThrottle
-from web.socket_guard import Refused, _check_auth, _question
+from web.socket_guard import EventRefused, _check_auth, _question
 
 pytestmark = pytest.mark.fast
 SETTINGS = load_settings({})
@@ -51,7 +51,7 @@ def _parses(text: str) -> bool:
 def test_a_connection_is_refused_with_a_reason_or_taken_with_a_uuid(auth):
     try:
         thread_id = _check_auth(auth)
-    except Refused as reason:
+    except EventRefused as reason:
         assert str(reason)
     else:
         assert thread_id is None or is_uuid(thread_id)
@@ -59,7 +59,7 @@ def test_a_connection_is_refused_with_a_reason_or_taken_with_a_uuid(auth):
 
 def test_a_crafted_thread_id_is_refused_at_connect():
     auth = {"sessionId": "s", "clientType": "webapp", "threadId": INJECTION}
-    with pytest.raises(Refused, match="not a UUID"):
+    with pytest.raises(EventRefused, match="not a UUID"):
         _check_auth(auth)
     assert _check_auth({**auth, "threadId": ""}) is None  # the page's new chat
 
@@ -69,7 +69,7 @@ def test_a_question_is_sent_with_an_offered_command_or_none(command):
     message = {"id": "2f1f4c3e-6d2a-4b8e-9c1d-3a5b7e9f0a12", "output": "广州塔", "command": command}
     if command is None:
         return  # a plain question: taken further on, where the session is known
-    with pytest.raises(Refused, match="no command"):
+    with pytest.raises(EventRefused, match="no command"):
         _question(100, frozenset({"tokenize"}), "a-sid", {"message": message})
 
 
@@ -79,10 +79,10 @@ def test_a_question_is_sent_with_an_offered_command_or_none(command):
 def test_any_settings_a_client_sends_are_taken_in_range_or_refused_with_a_message(proposed):
     previous = initial_options(SETTINGS)
     options, refused = checked(SETTINGS, previous, proposed)
-    assert 0 <= options["temperature"] <= 2 and 0.05 <= options["top_p"] <= 1
-    assert all(isinstance(options[key], bool) for key in ("live_stats", "teaching", "thinking"))
+    assert 0 <= options.temperature <= 2 and 0.05 <= options.top_p <= 1
+    assert all(isinstance(getattr(options, key), bool) for key in ("live_stats", "teaching", "thinking"))
     assert all(len(message) < 400 for message in refused)
-    assert len(refused) >= len([key for key, value in proposed.items() if options[key] != value])
+    assert len(refused) >= len([key for key, value in proposed.items() if getattr(options, key) != value])
 
 
 def test_a_number_too_large_for_a_float_and_the_text_false_are_refused():

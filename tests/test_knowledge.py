@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from history.conversation import SOURCES_MARK
 from harness.visitor import until, visit
+from history.conversation import SOURCES_MARK
 from tests.conftest import ARTIFACTS, ROOT, FakeApp
 from tests.fake_engine import QUOTE
 from tests.test_history_socket import cookie_of

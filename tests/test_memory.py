@@ -1,4 +1,4 @@
-"""Memory figures against the kernel's own accounting, the shared monitor, and the guard."""
+"""Memory figures against the kernel's own accounting, the shared monitor, and the floor."""
 
 import subprocess
 import sys
@@ -7,12 +7,11 @@ import time
 import psutil
 import pytest
 
-import web.memory as memory
-from engine.api import EngineState
+import telemetry.memory as memory
 from config.errors import MemoryLowError
-from web.memory import GIB, MemoryGuard, MemoryMonitor, MemoryReading, tree_pss
+from engine.api import EngineState
+from telemetry.memory import GIB, MemoryFloor, MemoryMonitor, MemoryReading, tree_pss
 from tests.conftest import smaps_rollup_pss
-
 
 HOLD_MEMORY = "import sys, time; x = bytearray(50_000_000); time.sleep(30)"
 
@@ -47,24 +46,24 @@ def test_monitor_measures_pss_at_most_once_per_max_age(monkeypatch):
 
 def test_guard_refuses_new_replies_while_memory_is_low_and_resumes_by_itself():
     available = [3 * GIB]
-    guard = MemoryGuard(2 * GIB, available=lambda: available[0])
-    guard.check()
+    floor = MemoryFloor(2 * GIB, available=lambda: available[0])
+    floor.check()
     available[0] = GIB // 2
-    assert guard.is_low()
+    assert floor.is_low()
     with pytest.raises(MemoryLowError, match=r"0\.5 GiB available, below 2\.0 GiB.*try again"):
-        guard.check()
+        floor.check()
     available[0] = 3 * GIB
-    guard.check()  # recovered: no restart, no reset needed
+    floor.check()  # recovered: no restart, no reset needed
 
 
 def test_sidebar_shows_the_warning_when_memory_is_low():
     from ui.dashboard import panel_props
 
     engine = EngineState("m", "int8", "bfloat16", "auto", 4096, running=1, waiting=2, kv_cache_usage=0.25)
-    guard = MemoryGuard(2 * GIB)
-    low = panel_props(engine, MemoryReading(GIB, 7 * GIB, GIB, 8 * GIB), guard, None, streaming=False)
+    floor = MemoryFloor(2 * GIB)
+    low = panel_props(engine, MemoryReading(GIB, 7 * GIB, GIB, 8 * GIB), floor, None, streaming=False)
     assert low["memory"]["low"] and low["memory"]["available_mib"] == 1024
     assert low["engine"] | {"model": None} == {"running": 1, "waiting": 2, "kv_cache_percent": 25.0, "model": None,
                                                  "weights": "int8", "dtype": "bfloat16", "threads": "auto", "context": 4096}
-    fine = panel_props(engine, MemoryReading(GIB, 4 * GIB, 4 * GIB, 8 * GIB), guard, None, streaming=False)
+    fine = panel_props(engine, MemoryReading(GIB, 4 * GIB, 4 * GIB, 8 * GIB), floor, None, streaming=False)
     assert not fine["memory"]["low"]

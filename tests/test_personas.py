@@ -4,9 +4,9 @@ import shutil
 
 import pytest
 
-from config.settings import PROJECT_ROOT
 from config.errors import PersonaError
 from config.personas import load_personas
+from config.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.fast
 

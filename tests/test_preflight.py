@@ -6,8 +6,8 @@ import shutil
 import pytest
 from safetensors.torch import load_file
 
-from config.settings import Settings
 from config.errors import ModelLoadError
+from config.settings import Settings
 from modelprep.preflight import GIB, check_model, weight_bytes
 
 pytestmark = pytest.mark.fast

@@ -5,7 +5,6 @@ import json
 import math
 import subprocess
 import sys
-
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,13 @@ import torch
 from safetensors import safe_open
 
 from bench.isolate import run_isolated
-from config.settings import PROJECT_ROOT
 from config.errors import ModelLoadError
+from config.settings import PROJECT_ROOT
 from modelprep.hardware import int4_kernel
-from modelprep.int4 import quantize_int4
+from modelprep.quantization.checkpoint import weight_format
+from modelprep.quantization.int4 import quantize_int4
+from modelprep.quantization.int8 import quantize_folder, quantize_weight
 from modelprep.source import resolve_model
-from modelprep.quantization import quantize_folder, quantize_weight, weight_format
 from tests.tiny_model import build_tiny_thinker
 
 

@@ -14,10 +14,10 @@ import urllib.request
 
 import pytest
 
-from harness.vllm_server import VllmServer
 from engine.api import Finished, Sampling, TextDelta
-from tests.conftest import ARTIFACTS, RunningApp
 from harness.visitor import ChatClient, until
+from harness.vllm_server import VllmServer
+from tests.conftest import ARTIFACTS, RunningApp
 
 METRICS_TOKEN = "monitor-token-for-the-remote-tests"
 

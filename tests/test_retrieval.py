@@ -5,10 +5,10 @@ prompt gets (the follow-up's search text, the passages within their budget, whic
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import docx

@@ -11,8 +11,15 @@ from vllm.v1.sample.ops import topk_topp_sampler
 from vllm.v1.sample.ops.penalties import apply_all_penalties
 from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
 
-from engine.sampler_speedup import (SamplerSpeedup, _window, count_at_least, draw, greedy_rows_narrowed,
-                                    repetition_penalty, top_k_top_p)
+from engine.sampler_speedup import (
+    SamplerSpeedup,
+    _window,
+    count_at_least,
+    draw,
+    greedy_rows_narrowed,
+    repetition_penalty,
+    top_k_top_p,
+)
 
 pytestmark = pytest.mark.fast
 VOCAB = 151_936

@@ -4,11 +4,21 @@ import json
 
 import pytest
 
-from config.settings import Settings
 from config.errors import ModelLoadError
+from config.settings import Settings
 from modelprep.preflight import check_model
-from modelprep.sizing import (GIB, KV_BLOCK_TOKENS, QWEN, RUNTIME_BYTES, ModelShape, kv_cache_budget, kv_cache_bytes,
-                           memory_needed, memory_table, weight_bytes)
+from modelprep.sizing import (
+    GIB,
+    KV_BLOCK_TOKENS,
+    QWEN,
+    RUNTIME_BYTES,
+    ModelShape,
+    kv_cache_budget,
+    kv_cache_bytes,
+    memory_needed,
+    memory_table,
+    weight_bytes,
+)
 
 pytestmark = pytest.mark.fast
 

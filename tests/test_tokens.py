@@ -10,8 +10,8 @@ from transformers import AutoTokenizer
 from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
 
 from engine.api import Sampling
-from engine.token_text import piece, pieces
 from engine.distribution import ALTERNATIVES, exact, reshape
+from engine.token_text import piece, pieces
 
 pytestmark = pytest.mark.fast
 

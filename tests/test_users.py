@@ -12,9 +12,9 @@ import jwt
 import pytest
 
 from config.errors import ConfigError
-from web.accounts import UsersFile, main
 from tests.conftest import ROOT
-from web.auth import LoginThrottle, Logins, ensure_secret, login_keys
+from web.accounts import UsersFile, main
+from web.auth import Logins, LoginThrottle, ensure_secret, login_keys
 
 pytestmark = pytest.mark.fast
 

@@ -8,12 +8,12 @@ history is untouched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import chainlit as cl
 
-from engine.api import Sampling
 from config.settings import Settings
+from engine.api import Sampling
 from engine.distribution import ALTERNATIVES
 
 
@@ -53,30 +53,44 @@ SWITCHES = {
 }
 
 
-def initial_options(settings: Settings) -> dict:
-    return {"temperature": settings.temperature, "top_p": settings.top_p, "max_new_tokens": settings.max_new_tokens,
-            "live_stats": True, "teaching": False, "knowledge": True, "thinking": settings.enable_thinking,
-            "compare": False, "compare_temperature": 1.2, "compare_seed": 0}
+@dataclass(frozen=True)
+class ChatOptions:
+    """One chat's settings, as checked (`checked`); stored with its conversation as a dict (`asdict`)."""
+
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    live_stats: bool = True  # the switches (`SWITCHES`)
+    teaching: bool = False
+    knowledge: bool = True
+    thinking: bool = False
+    compare: bool = False
+    compare_temperature: float = 1.2  # Compare's second sampling (`COMPARED`)
+    compare_seed: int = 0
 
 
-def widgets(settings: Settings, options: dict, thinking_switch: bool, compare: bool = True) -> list:
+def initial_options(settings: Settings) -> ChatOptions:
+    return ChatOptions(settings.temperature, settings.top_p, settings.max_new_tokens, thinking=settings.enable_thinking)
+
+
+def widgets(settings: Settings, options: ChatOptions, thinking_switch: bool, compare: bool = True) -> list:
     """The settings dialog; the thinking switch only where the model's chat template has one, Compare where
     `compare` (the in-process engine)."""
-    sliders = {key: cl.input_widget.Slider(id=key, label=limit.label, initial=options[key], min=limit.low,
+    sliders = {key: cl.input_widget.Slider(id=key, label=limit.label, initial=getattr(options, key), min=limit.low,
                                            max=limit.high, step=limit.step) for key, limit in limits(settings).items()}
     offered = {"thinking": thinking_switch, "compare": compare}
     return ([slider for key, slider in sliders.items() if key not in COMPARED]
-            + [cl.input_widget.Switch(id=key, label=label, initial=options[key])
+            + [cl.input_widget.Switch(id=key, label=label, initial=getattr(options, key))
                for key, label in SWITCHES.items() if offered.get(key, True)]
             + ([sliders[key] for key in COMPARED] if compare else []))
 
 
-def checked(settings: Settings, previous: dict, proposed: dict) -> tuple[dict, list[str]]:
+def checked(settings: Settings, previous: ChatOptions, proposed: dict) -> tuple[ChatOptions, list[str]]:
     """The options to use from now on, and one message per refused value (the previous value stays)."""
-    options = dict(previous)
+    options = asdict(previous)
     refused = []
     for key, limit in limits(settings).items():
-        value = proposed.get(key, previous[key])
+        value = proposed.get(key, options[key])
         try:  # a number, as the slider sends it: not a text, not a switch's true/false
             number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else float("nan")
         except OverflowError:  # an integer too large for a float
@@ -84,16 +98,16 @@ def checked(settings: Settings, previous: dict, proposed: dict) -> tuple[dict, l
         if limit.low <= number <= limit.high:
             options[key] = int(number) if key in INTEGERS else number
         else:
-            refused.append(f"{limit.label}: {_shown(value)} 不在 {limit.low:g}–{limit.high:g} 之内，仍为 {previous[key]:g}。 "
-                           f"{_shown(value)} is outside {limit.low:g}–{limit.high:g}; {previous[key]:g} is kept.")
+            refused.append(f"{limit.label}: {_shown(value)} 不在 {limit.low:g}–{limit.high:g} 之内，仍为 {getattr(previous, key):g}。 "
+                           f"{_shown(value)} is outside {limit.low:g}–{limit.high:g}; {getattr(previous, key):g} is kept.")
     for key, label in SWITCHES.items():
-        value = proposed.get(key, previous[key])
+        value = proposed.get(key, options[key])
         if isinstance(value, bool):
             options[key] = value
         else:
-            refused.append(f"{label}: {_shown(value)} 不是开或关，仍为{'开' if previous[key] else '关'}。 "
-                           f"{_shown(value)} is not on or off; it stays {'on' if previous[key] else 'off'}.")
-    return options, refused
+            refused.append(f"{label}: {_shown(value)} 不是开或关，仍为{'开' if getattr(previous, key) else '关'}。 "
+                           f"{_shown(value)} is not on or off; it stays {'on' if getattr(previous, key) else 'off'}.")
+    return ChatOptions(**options), refused
 
 
 def _shown(value: object) -> str:
@@ -105,15 +119,15 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def sampling(settings: Settings, options: dict) -> Sampling:
-    return Sampling(options["temperature"], options["top_p"], options["max_new_tokens"], settings.top_k,
-                    settings.repetition_penalty, settings.ignore_eos, options["thinking"],
-                    logprobs=ALTERNATIVES if options["teaching"] else 0)
+def sampling(settings: Settings, options: ChatOptions) -> Sampling:
+    return Sampling(options.temperature, options.top_p, options.max_new_tokens, settings.top_k,
+                    settings.repetition_penalty, settings.ignore_eos, options.thinking,
+                    logprobs=ALTERNATIVES if options.teaching else 0)
 
 
-def compared(first: Sampling, options: dict) -> Sampling:
+def compared(first: Sampling, options: ChatOptions) -> Sampling:
     """The second reply's sampling with Compare on: the first's, at the compare temperature and seed."""
-    return replace(first, temperature=options["compare_temperature"], seed=options["compare_seed"] or None)
+    return replace(first, temperature=options.compare_temperature, seed=options.compare_seed or None)
 
 
 def label(sampling: Sampling) -> str:

@@ -3,7 +3,7 @@ each reply (`public/elements/ReplyFooter.jsx`).
 
 `panel_props` turns measured figures into the sidebar's props (rounding only); `Dashboard` owns one
 session's sidebar element and refreshes it. Measuring is the engine's job: memory from
-`web.memory`, the model and its scheduler from the engine's `EngineState`, reply timing from the
+`telemetry.memory`, the model and its scheduler from the engine's `EngineState`, reply timing from the
 `ReplyStats` of the reply's events.
 """
 
@@ -15,18 +15,18 @@ import time
 import chainlit as cl
 
 from engine.api import ChatEngine, EngineState, ReplyStats
-from web.memory import MIB, MemoryGuard, MemoryMonitor, MemoryReading
+from telemetry.memory import MIB, MemoryFloor, MemoryMonitor, MemoryReading
 
 
-def panel_props(engine: EngineState, memory: MemoryReading, guard: MemoryGuard, reply: ReplyStats | None,
+def panel_props(engine: EngineState, memory: MemoryReading, floor: MemoryFloor, reply: ReplyStats | None,
                 streaming: bool) -> dict:
     return {
         "memory": {
             "app_mib": round(memory.app_pss / MIB),
             "used_mib": round(memory.system_used / MIB),
             "available_mib": round(memory.system_available / MIB),
-            "low": memory.system_available < guard.min_available,
-            "min_available_mib": round(guard.min_available / MIB),
+            "low": memory.system_available < floor.min_available,
+            "min_available_mib": round(floor.min_available / MIB),
         },
         "reply": {} if reply is None else {
             "streaming": streaming,
@@ -66,8 +66,8 @@ class Dashboard:
     """One session's sidebar. `refresh` re-measures and re-sends it; `follow` does so while a reply streams,
     showing `last_reply`, which the reply's handler sets from each event (both on Chainlit's loop)."""
 
-    def __init__(self, guard: MemoryGuard, monitor: MemoryMonitor, interval: float) -> None:
-        self._guard = guard
+    def __init__(self, floor: MemoryFloor, monitor: MemoryMonitor, interval: float) -> None:
+        self._floor = floor
         self._interval = interval  # seconds between refreshes while a reply streams
         self._monitor = monitor
         self._element: cl.CustomElement | None = None
@@ -75,7 +75,7 @@ class Dashboard:
 
     async def refresh(self, engine: ChatEngine, streaming: bool = False) -> None:
         memory = await asyncio.to_thread(self._monitor.read)
-        props = panel_props(engine.state(), memory, self._guard, self.last_reply, streaming)
+        props = panel_props(engine.state(), memory, self._floor, self.last_reply, streaming)
         if self._element is None:
             self._element = cl.CustomElement(name="StatsPanel", props=props, display="side")
             await cl.ElementSidebar.set_elements([self._element])

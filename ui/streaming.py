@@ -6,17 +6,17 @@ reply, a branch of the teaching view) has it also when the reply is stopped or f
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field, replace
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
 
 import chainlit as cl
 from chainlit.utils import utc_now
 
 from config.errors import ChatError
 from engine.api import ChatEngine, Finished, ReplyEvent, ReplyStats, TextDelta, TokenProbability
+from telemetry import prometheus
 from ui.dashboard import Dashboard
 from ui.thought import Thought
-from web import telemetry
 
 
 @dataclass
@@ -31,13 +31,12 @@ class Streamed:
 
 
 async def stream_into(reply: cl.Message, engine: ChatEngine, events: AsyncIterator[ReplyEvent],
-                      streamed: Streamed, update_seconds: float, sidebar: bool = True) -> None:
+                      streamed: Streamed, update_seconds: float, dashboard: Dashboard | None) -> None:
     """Stream a reply's events into `reply`, its thinking (if the model thinks) into a step above it, and into
     `streamed` as they come (so also when stopped); an engine fault ends it with the fault's message. The sidebar
-    follows it, unless not `sidebar` (another reply streaming beside it has it). `update_seconds`: how long deltas
+    (`dashboard`, None where another reply streaming beside it has it) follows it. `update_seconds`: how long deltas
     gather before the page gets them as one update."""
     thought = Thought(parent_id=reply.parent_id)  # beside the reply, in the same run
-    dashboard: Dashboard | None = cl.user_session.get("dashboard") if sidebar else None
     if dashboard:
         dashboard.last_reply = streamed.stats
     ticker = asyncio.create_task(dashboard.follow(engine)) if dashboard else None
@@ -68,7 +67,7 @@ async def stream_into(reply: cl.Message, engine: ChatEngine, events: AsyncIterat
         await thought.end()  # what was thought stays in its step, also when stopped
         if not streamed.finished:
             streamed.stats = replace(streamed.stats, finish_reason="abort")  # stopped, or ended by a fault
-        telemetry.record_reply(streamed.stats, streamed.failed)
+        prometheus.record_reply(streamed.stats, streamed.failed)
         if ticker:
             ticker.cancel()
         if dashboard:

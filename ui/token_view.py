@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import chainlit as cl
 
@@ -15,6 +16,8 @@ from engine.api import RenderedPrompt, Sampling, TokenProbability
 from engine.distribution import exact, reshape
 
 SHOWN = 5  # of which the view shows
+KEPT_VIEWS = 10  # a session's latest views whose buttons still work
+T = TypeVar("T")
 
 
 def _significant(probability: float) -> float:
@@ -41,6 +44,23 @@ class Branchable:
     prompt: RenderedPrompt
     sampling: Sampling
     tokens: list[TokenProbability]
+
+
+class Recent(Generic[T]):
+    """A session's latest views by element id, the last `KEPT_VIEWS` of them: an older view's button is answered
+    with "no longer available", and a session does not grow without end."""
+
+    def __init__(self) -> None:
+        self._views: dict[str, T] = {}
+
+    def add(self, element_id: str, value: T) -> None:
+        self._views[element_id] = value
+        for old in list(self._views)[:-KEPT_VIEWS]:
+            del self._views[old]
+
+    def get(self, element_id: object) -> T | None:
+        """The view's value; None for an id not kept, or not a string (a button's payload comes from the page)."""
+        return self._views.get(element_id) if isinstance(element_id, str) else None
 
 
 WEIGH_PROMPT = "weigh_prompt"  # the action the prompt view's button calls

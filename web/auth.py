@@ -17,9 +17,9 @@ import secrets
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from collections.abc import Callable
 
 import jwt
 

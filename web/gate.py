@@ -29,7 +29,7 @@ from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request, cookie_parser
 
-from web import telemetry
+from telemetry import prometheus
 from web.auth import LOCKED_OUT, Logins, login_keys
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class AccessGate:
     async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = await _read_body(receive, Headers(scope=scope).get("content-length", ""))
         if body is None:
-            telemetry.LOGINS_REFUSED.labels("too_large").inc()
+            prometheus.LOGINS_REFUSED.labels("too_large").inc()
             return await _json(send, 413, {"detail": f"A login form is at most {MAX_LOGIN_BYTES} bytes."}, [])
         form = await Request(scope, _replay(body, receive)).form()
         address = (scope.get("client") or ("unknown",))[0]
@@ -110,7 +110,7 @@ class AccessGate:
         throttle = self.logins.throttle
         locked = throttle.locked_for(keys)
         if locked or not throttle.begin(keys):
-            telemetry.LOGINS_REFUSED.labels("locked_out").inc()
+            prometheus.LOGINS_REFUSED.labels("locked_out").inc()
             retry = str(math.ceil(locked or throttle.MAX_DELAY)).encode()
             return await _json(send, 429, {"detail": LOCKED_OUT}, [(b"retry-after", retry)])
         status = 0
@@ -127,7 +127,7 @@ class AccessGate:
         finally:
             throttle.end(keys, True if 0 < status < 400 else False if status == 401 else None)
         if status == 401:
-            telemetry.LOGINS_REFUSED.labels("wrong_password").inc()
+            prometheus.LOGINS_REFUSED.labels("wrong_password").inc()
 
 
     def _note_shared_address(self, scope: Scope, address: str) -> None:
@@ -178,5 +178,5 @@ async def _json(send: Send, status: int, content: dict, headers: list[tuple[byte
     await send({"type": "http.response.body", "body": body})
 
 
-def guard_logins(logins: Logins) -> None:
+def gate_logins(logins: Logins) -> None:
     server.app.add_middleware(AccessGate, logins=logins)

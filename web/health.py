@@ -2,7 +2,7 @@
 
 `/healthz` answers 200 with `{"status": "ready", ...}` when the engine answers, and 503 with the status
 (`loading`, `restarting` after a fault, `unavailable` while none of the vLLM servers of `CHAT_ENGINE_URLS`
-answers, `failed`, `stopping`) otherwise; with servers, `servers` lists each one's state. `/metrics` is `web.telemetry`'s
+answers, `failed`, `stopping`) otherwise; with servers, `servers` lists each one's state. `/metrics` is `telemetry.prometheus`'s
 registry in Prometheus' text format. Both answer requests from loopback, with
 `Authorization: Bearer <CHAT_METRICS_TOKEN>`, or from a logged-in user; anyone else gets 403 (401 for a
 bearer token that is not ASCII, which no token of this server is).
@@ -22,13 +22,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine import service
-from web import telemetry
+from engine.service import EngineService
+from telemetry import prometheus
 from web.auth import Logins
 from web.gate import login_token
 
 
-def add_health_routes(model_name: str, metrics_token: str, logins: Logins | None) -> None:
+def add_health_routes(service: EngineService, metrics_token: str, logins: Logins | None) -> None:
     def access(request: Request) -> Response | bool:
         """Whether the caller holds the metrics token (True) or may only see health and metrics (False); else the
         answer that says why not."""
@@ -51,17 +51,17 @@ def add_health_routes(model_name: str, metrics_token: str, logins: Logins | None
         allowed = access(request)
         if isinstance(allowed, Response):
             return allowed
-        state = service.state()
-        report = {"status": state, "model": model_name, "engine_restarts": service.restarts()}
-        if allowed and (engine := service.current_engine()) and (servers := engine.state().servers):
+        status = service.status()
+        report = {"status": status, "model": service.model.name, "engine_restarts": service.restarts}
+        if allowed and (engine := service.current()) and (servers := engine.state().servers):
             report["servers"] = [{"url": server.url, "ready": server.ready, "problem": server.problem,
                                   "in_flight": server.in_flight} for server in servers]
-        return JSONResponse(report, status_code=200 if state == "ready" else 503)
+        return JSONResponse(report, status_code=200 if status == "ready" else 503)
 
     async def metrics(request: Request) -> Response:
         if isinstance(allowed := access(request), Response):
             return allowed
         # Reading the app's memory may walk its page tables (tens of ms): not on the event loop.
-        return Response(await asyncio.to_thread(generate_latest, telemetry.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+        return Response(await asyncio.to_thread(generate_latest, prometheus.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     server.app.router.routes[0:0] = [Route("/healthz", healthz), Route("/metrics", metrics)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from config.settings import load_env_file, load_settings
 from config.errors import ChatError, cannot
+from config.settings import load_env_file, load_settings
 
 
 def main(argv: list[str]) -> None:

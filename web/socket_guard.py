@@ -16,12 +16,12 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from typing import Any
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import chainlit.server as server
-from chainlit.context import init_ws_context
 from chainlit.chat_context import chat_context
+from chainlit.context import init_ws_context
 from chainlit.message import ErrorMessage, Message
 from chainlit.session import WebsocketSession
 
@@ -32,7 +32,7 @@ CLIENT_TYPES = {"webapp", "copilot", "teams", "slack", "discord"}
 OFF = ("audio_start", "audio_chunk", "audio_end", "message_favorite", "fetch_favorites")  # features turned off
 
 
-class Refused(Exception):
+class EventRefused(Exception):
     """A client event that is not what Chainlit's page sends; its message says why, for the log, and `tell`
     what the visitor sees, where an honest page could have sent it."""
 
@@ -52,8 +52,8 @@ def guard_socket(max_message_chars: int, logins: bool, thread_exists: Callable[[
     async def checked_connect(sid: str, environ: dict, auth: Any = None) -> Any:
         try:
             thread_id = _check_auth(auth)
-        except Refused as reason:
-            log.warning("Refused a socket connection from %s: %s", _address(environ), reason)
+        except EventRefused as reason:
+            log.warning("EventRefused a socket connection from %s: %s", _address(environ), reason)
             raise ConnectionRefusedError(str(reason)) from None
         if thread_id and not logins and await thread_exists(thread_id):
             # Nobody owns a thread without logins, so nobody may open one again: a reloaded page starts anew.
@@ -76,23 +76,23 @@ def guard_socket(max_message_chars: int, logins: bool, thread_exists: Callable[[
 
 
 def _checked(event: str, handler: Callable, check: Callable[[str, Any], Any] | None) -> Callable:
-    """`handler` behind `check` (which returns the payload to hand on, or raises `Refused`); an event with no
+    """`handler` behind `check` (which returns the payload to hand on, or raises `EventRefused`); an event with no
     session, or whose handler trips over a malformed payload, is refused with one log line."""
 
     async def guarded(sid: str, *payload: Any) -> Any:
         try:
             if WebsocketSession.get(sid) is None:
-                raise Refused("no session (connect first)")
+                raise EventRefused("no session (connect first)")
             if check is not None:
                 payload = (check(sid, payload[0] if payload else None),)
             return await handler(sid, *payload)
-        except Refused as reason:
-            log.warning("Refused a %r event from socket %s: %s", event, sid, reason)
+        except EventRefused as reason:
+            log.warning("EventRefused a %r event from socket %s: %s", event, sid, reason)
             if reason.tell:
                 init_ws_context(sid)
                 await ErrorMessage(content=reason.tell).send()
         except (KeyError, TypeError, ValueError, AttributeError, AssertionError) as error:
-            log.warning("Refused a malformed %r event from socket %s: %s: %s", event, sid, type(error).__name__,
+            log.warning("EventRefused a malformed %r event from socket %s: %s: %s", event, sid, type(error).__name__,
                         str(error)[:200])
         return None
 
@@ -102,17 +102,17 @@ def _checked(event: str, handler: Callable, check: Callable[[str, Any], Any] | N
 def _check_auth(auth: Any) -> str | None:
     """The thread id a connection asks for (None for a new chat), once its `auth` is what the page sends."""
     if not isinstance(auth, dict):
-        raise Refused("no auth object")
+        raise EventRefused("no auth object")
     if not isinstance(auth.get("sessionId"), str) or not 0 < len(auth["sessionId"]) <= 100:
-        raise Refused("no session id")
+        raise EventRefused("no session id")
     if not isinstance(auth.get("clientType"), str) or auth["clientType"] not in CLIENT_TYPES:  # a list is unhashable
-        raise Refused(f"unknown client type {str(auth.get('clientType'))[:40]!r}")
+        raise EventRefused(f"unknown client type {str(auth.get('clientType'))[:40]!r}")
     for key in ("chatProfile", "userEnv"):
         if not isinstance(auth.get(key), (str, type(None))) or len(auth.get(key) or "") > 10_000:
-            raise Refused(f"{key} is not a short text")
+            raise EventRefused(f"{key} is not a short text")
     thread_id = auth.get("threadId") or None  # the page sends "" for a new chat
     if thread_id is not None and not is_uuid(thread_id):
-        raise Refused(f"thread id {str(thread_id)[:60]!r} is not a UUID")
+        raise EventRefused(f"thread id {str(thread_id)[:60]!r} is not a UUID")
     return thread_id
 
 
@@ -121,24 +121,24 @@ def _question(max_chars: int, commands: frozenset[str], sid: str, payload: Any) 
     a `user_message`, without the client's type, metadata, parent or files; one at a time in each chat."""
     message = payload.get("message") if isinstance(payload, dict) else None
     if not isinstance(message, dict):
-        raise Refused("no message")
+        raise EventRefused("no message")
     if not isinstance(message.get("id"), str) or not is_uuid(message["id"]) or uuid.UUID(message["id"]).version != 4:
-        raise Refused("the message id is not a UUID 4")
+        raise EventRefused("the message id is not a UUID 4")
     text = message.get("output")
     if not isinstance(text, str):
-        raise Refused("the message has no text")
+        raise EventRefused("the message has no text")
     if len(text) > max_chars:
-        raise Refused(f"the message has {len(text)} characters, more than the {max_chars} taken",
+        raise EventRefused(f"the message has {len(text)} characters, more than the {max_chars} taken",
                       f"这条消息太长（{len(text)} 字），最多 {max_chars} 字，请缩短或分成几条发送。 This message is too long "
                       f"({len(text)} characters; at most {max_chars} fit): please shorten it or split it into several.")
     command = message.get("command")
     if command is not None and (not isinstance(command, str) or command not in commands):
-        raise Refused(f"no command {str(command)[:40]!r} is offered")
+        raise EventRefused(f"no command {str(command)[:40]!r} is offered")
     if payload.get("fileReferences"):
-        raise Refused("file uploads are off")
+        raise EventRefused("file uploads are off")
     task = WebsocketSession.get(sid).current_task
     if task is not None and not task.done():
-        raise Refused("a reply is still running in this chat (one question at a time)")
+        raise EventRefused("a reply is still running in this chat (one question at a time)")
     created = message.get("createdAt")
     name = message.get("name")
     return {"message": {"id": message["id"], "threadId": "", "type": "user_message", "output": text,
@@ -152,7 +152,7 @@ def _new_question(max_chars: int, commands: frozenset[str], sid: str, payload: A
     """A new question, under an id no message of this chat has: a reused id would overwrite that message's record."""
     question = _question(max_chars, commands, sid, payload)
     if _message_in_chat(sid, question["message"]["id"]) is not None:
-        raise Refused("the message id is already used in this chat")
+        raise EventRefused("the message id is already used in this chat")
     return question
 
 
@@ -162,7 +162,7 @@ def _edited_question(max_chars: int, commands: frozenset[str], sid: str, payload
     question = _question(max_chars, commands, sid, payload)
     edited = _message_in_chat(sid, question["message"]["id"])
     if edited is None or edited.type != "user_message":
-        raise Refused("an edit of a message that is not one of this chat's questions",
+        raise EventRefused("an edit of a message that is not one of this chat's questions",
                       "只能修改您自己的问题。 Only your own questions can be edited.")
     return question
 
@@ -174,12 +174,12 @@ def _message_in_chat(sid: str, message_id: str) -> Message | None:
 
 def _settings(sid: str, payload: Any) -> dict:
     if not isinstance(payload, dict) or len(payload) > 50:
-        raise Refused("settings are not a small object")
+        raise EventRefused("settings are not a small object")
     return payload
 
 
 def _never(sid: str, payload: Any) -> Any:
-    raise Refused("this feature is off")
+    raise EventRefused("this feature is off")
 
 
 def _address(environ: dict) -> str:

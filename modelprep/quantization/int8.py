@@ -1,5 +1,5 @@
-"""`python -m modelprep.quantization [--weights int8|int4] SOURCE OUT`: an int8 (or 4-bit: `modelprep.int4`) copy of
-a Hugging Face model folder, which vLLM runs faster on CPU.
+"""An int8 copy of a Hugging Face model folder, which vLLM runs faster on CPU (`python -m modelprep.quantization`
+makes one).
 
 Every linear layer of the decoder, and the output head where it is not the embeddings' matrix (an untied
 head, as in Qwen2.5-7B), gets int8 weights, rounded to nearest with one scale per output channel; at run
@@ -12,10 +12,7 @@ Works shard by shard, so a 7B model needs about one shard of memory. Knows nothi
 
 from __future__ import annotations
 
-import argparse
 import json
-import shutil
-import sys
 from pathlib import Path
 
 import torch
@@ -24,11 +21,8 @@ from safetensors.torch import save_file
 from tqdm import tqdm
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from config.errors import ModelLoadError, cannot
-from modelprep.cache import MANIFEST
-
-INDEX = "model.safetensors.index.json"
-
+from config.errors import ModelLoadError
+from modelprep.quantization.checkpoint import INDEX, copy_companions, source_config
 
 # int8 weights, one scale per output row; each token's activations made int8 as it comes (vLLM's oneDNN path).
 INT8_SCHEME = {
@@ -86,38 +80,6 @@ def quantize_folder(source: Path, out: Path) -> None:
     copy_companions(source, out)
 
 
-def copy_companions(source: Path, out: Path) -> None:
-    """The files beside the weights (tokenizer, template, generation config, licence, ...) that `out` lacks."""
-    for path in source.iterdir():
-        if path.is_file() and path.suffix != ".safetensors" and path.name not in (INDEX, MANIFEST) and not (
-                out / path.name).exists():
-            shutil.copy2(path, out / path.name)
-
-
-def quantize(source: Path, out: Path, weights: str) -> None:
-    """`source` in `weights` ("int8" or "int4") written into the existing folder `out`."""
-    if weights == "int4":
-        from modelprep.int4 import quantize_int4  # AutoRound and what it imports: only for 4 bits
-
-        quantize_int4(source, out)
-    else:
-        quantize_folder(source, out)
-
-
-def weight_format(folder: Path) -> str:
-    """"int8" or "int4" for a folder this command wrote (or any compressed-tensors model whose linear layers are
-    int8, or 4-bit), else the config's dtype."""
-    try:
-        config = json.loads((folder / "config.json").read_text())
-    except (OSError, ValueError):
-        return "unknown"
-    groups = config.get("quantization_config", {}).get("config_groups", {})
-    bits = {group.get("weights", {}).get("num_bits") for group in groups.values() if "Linear" in group.get("targets", [])}
-    if bits & {4, 8}:
-        return f"int{min(bits & {4, 8})}"
-    return str(config.get("dtype") or config.get("torch_dtype") or "unknown")
-
-
 def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Symmetric int8 per output channel, round to nearest: `weight ≈ int8 * scale`, scale shaped (rows, 1).
 
@@ -132,18 +94,6 @@ def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.round(full / stored.float()).clamp(-127, 127).to(torch.int8), stored
 
 
-def source_config(source: Path) -> dict:
-    """`source`'s config.json, if it is a model folder not quantised yet."""
-    try:
-        config = json.loads((source / "config.json").read_text())
-    except (OSError, ValueError) as error:
-        raise ModelLoadError(f"{source} has no readable config.json ({error}); point at a model folder.") from None
-    method = config.get("quantization_config", {}).get("quant_method")
-    if method:
-        raise ModelLoadError(f"{source} is already quantised ({method}); quantise its 16-bit original instead.")
-    return config
-
-
 def _linear_weights(source: Path) -> set[str]:
     """Names of the `.weight` tensors of the linear layers to quantise, from the model's own module tree: the
     decoder's, and the output head unless it is tied to the embeddings."""
@@ -152,26 +102,3 @@ def _linear_weights(source: Path) -> set[str]:
         skeleton = AutoModelForCausalLM.from_config(config)
     return {f"{name}.weight" for name, module in skeleton.named_modules()
             if isinstance(module, torch.nn.Linear) and (name != "lm_head" or not config.tie_word_embeddings)}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m modelprep.quantization", description=__doc__.splitlines()[0])
-    parser.add_argument("--weights", choices=("int8", "int4"), default="int8",
-                        help="int4: 4-bit, calibrated (AutoRound), for CPUs with AVX-512 VNNI and bf16; minutes to hours")
-    parser.add_argument("source", type=Path, help="model folder in bf16, fp16 or fp32 (safetensors)")
-    parser.add_argument("out", type=Path, help="new folder for the quantised model (must not exist)")
-    arguments = parser.parse_args(argv)
-    if arguments.out.exists():
-        return cannot("quantise", f"{arguments.out} already exists; name a new folder.")
-    arguments.out.mkdir(parents=True)
-    try:
-        quantize(arguments.source, arguments.out, arguments.weights)
-    except ModelLoadError as error:
-        shutil.rmtree(arguments.out)
-        return cannot("quantise", error)
-    print(f"==> {arguments.weights} model written to {arguments.out}; set CHAT_MODEL={arguments.out} to use it")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

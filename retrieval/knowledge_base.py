@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.prompt import Message
+from config.message import Message
 from retrieval.grounding import search_text, within
 from retrieval.index import Found, KnowledgeIndex
 

@@ -4,13 +4,13 @@ import asyncio
 
 import pytest
 
-from web.admission import ReplyGate
+from chat.reply_queue import ReplyQueue
 
 pytestmark = pytest.mark.fast
 
 
 async def test_limit_and_order_and_places():
-    gate = ReplyGate(limit=2)
+    gate = ReplyQueue(limit=2)
     order, places = [], {}
     release = asyncio.Event()
 
@@ -32,7 +32,7 @@ async def test_limit_and_order_and_places():
 
 
 async def test_places_move_up_as_the_line_moves():
-    gate = ReplyGate(limit=1)
+    gate = ReplyQueue(limit=1)
     finish = {name: asyncio.Event() for name in "abc"}
     places = []
 
@@ -55,7 +55,7 @@ async def test_places_move_up_as_the_line_moves():
 
 
 async def test_a_cancelled_wait_leaves_the_line_and_loses_no_place():
-    gate = ReplyGate(limit=1)
+    gate = ReplyQueue(limit=1)
     hold = asyncio.Event()
 
     async def reply():

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import psutil
 
@@ -74,7 +74,7 @@ class MemoryMonitor:
         return MemoryReading(pss, system.total - system.available, system.available, system.total)
 
 
-class MemoryGuard:
+class MemoryFloor:
     """Refuses to start a reply while the machine's available memory is below `min_available` bytes.
 
     Replies already running are not touched; as soon as memory is available again, replies start again.

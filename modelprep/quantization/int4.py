@@ -21,7 +21,8 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from config.settings import PROJECT_ROOT
-from modelprep.quantization import INDEX, INT8_SCHEME, copy_companions, quantize_weight, source_config
+from modelprep.quantization.checkpoint import INDEX, copy_companions, source_config
+from modelprep.quantization.int8 import INT8_SCHEME, quantize_weight
 
 GROUP_SIZE = 128
 CALIBRATION = [PROJECT_ROOT / "knowledge", PROJECT_ROOT / "docs"]

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 PLACE_CHECK_INTERVAL = 0.5  # seconds between checks of a waiting reply's place in the line
 
 
-class ReplyGate:
+class ReplyQueue:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.running = 0

@@ -1,47 +1,17 @@
 """The composer's 分词 Tokenize command (`tokenize`): how the typed text splits into the model's tokens, with their
 ids and counts, and its count in the other bundled demo models' tokenizers where those are on this machine.
 
-Nothing is generated and nothing enters the conversation: the handler answers from the tokenizers alone. The
+Nothing is generated and nothing enters the conversation: the handler answers from the tokenizers alone (the
+engine's, `ChatEngine.tokens`, and the other demos', `engine.demo_tokenizers`); this module only words the answer. The
 tokens are shown in the teaching view's element (`TokenView`), a character split over several tokens as its bytes.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
-
 import chainlit as cl
-from transformers import AutoTokenizer
-
-from config.errors import ModelLoadError
-from modelprep.demo import DEMOS
-from modelprep.source import resolve_model
 
 COMMAND = {"id": "tokenize", "icon": "scissors", "button": True, "persistent": False,
            "description": "分词 Tokenize：显示这段文字如何切分为词元（不回答）· how this text splits into tokens (no reply)"}
-
-
-def other_demos(cache_dir: Path, served: Path) -> dict[str, Path]:
-    """The bundled demo models prepared in `cache_dir`, by name, except the one `served` is (or was made from)."""
-    folders = {}
-    for name in DEMOS:
-        try:
-            folder = resolve_model(name, cache_dir, prepare=False, weights="original")
-        except ModelLoadError:
-            continue  # not fetched on this machine: nothing to compare with
-        if not served.name.startswith(folder.name):
-            folders[name] = folder
-    return folders
-
-
-@lru_cache(maxsize=4)
-def _tokenizer(folder: Path):
-    return AutoTokenizer.from_pretrained(folder)
-
-
-def count_in(folder: Path, text: str) -> int:
-    """How many tokens `folder`'s tokenizer splits `text` into (loaded once; call off the event loop)."""
-    return len(_tokenizer(folder).encode(text, add_special_tokens=False))
 
 
 def report(text: str, tokens: list[tuple[int, str]], model: str, others: dict[str, int]) -> cl.Message:

@@ -1,0 +1,139 @@
+"""The reply to a question, from the question to the stored reply: the passages retrieved (with the knowledge base
+on), the prompt fitted to the context (`start_reply`), the reply streamed into a message (`stream_message`, which
+Compare and branches use too), what was said kept in the conversation and the store, its sources named.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
+import chainlit as cl
+
+from chat.aside import stream_aside
+from chat.parts import ChatApp
+from chat.reply_message import stream_message
+from chat.session import current_session, refresh_dashboard, remember_options
+from chat.turn import in_line, ready_engine
+from config.errors import ChatError, MemoryLowError
+from config.message import Message
+from engine.api import ChatEngine, Refused, RenderedPrompt, ReplyEvent, Sampling
+from history.conversation import REPLY, SOURCES
+from retrieval.grounding import RULES, drawn_on, grounded
+from retrieval.index import Found
+from ui import chat_options, sources, tokenize_command
+from ui.notices import engine_with_notice, knowledge_with_notice, send_error, tell_if_unsaved
+from ui.teaching import show_prompt
+
+
+async def answer(app: ChatApp, message: cl.Message) -> None:
+    """A visitor's question (or an edited one): its reply streamed, or, with Compare on, two at once."""
+    session = current_session()
+    try:
+        engine = await ready_engine(app)
+    except MemoryLowError as error:
+        await send_error(str(error))
+        await refresh_dashboard(session, await app.engine.wait())  # shows the low-memory warning
+        return
+    except ChatError as error:
+        await send_error(str(error))
+        return
+    await knowledge_with_notice(app.knowledge)
+    conversation, thread = session.conversation, cl.context.session.thread_id
+    session.alternatives = {}
+    if conversation.ask(message.id, message.content):
+        # An edit: the page dropped what followed the question; the stored thread drops it too.
+        await app.store.delete_steps_after(thread, message.id)
+    await remember_options(app)
+    options, persona = session.options, app.persona(cl.user_session.get("chat_profile"))
+    sampling = chat_options.sampling(app.settings, options)
+    system_prompt, found = persona.system_prompt, None  # None: no knowledge base for this reply
+    if options.knowledge and app.knowledge.in_use(persona.name):
+        system_prompt += RULES  # the same for every reply: the system prompt's prefix stays cached
+        # A third of the context for passages, in characters (Qwen's tokenizers take a Chinese character in one token
+        # or less); where that does not fit, `start_reply` falls back to fewer.
+        found = await asyncio.to_thread(app.knowledge.search, persona.name, conversation.messages(),
+                                        app.settings.max_model_len // 3)
+    events, prompt, found = await start_reply(engine, system_prompt, conversation.messages(), sampling, found)
+    async with aclosing(events):
+        if isinstance(prompt, Refused):
+            conversation.rewind(message.id)
+            await app.store.forget_step(thread, message.id)
+            await send_error(prompt.message)
+            return
+        if app.store.keep_step(thread, message.id):  # refused before, and now edited to fit
+            await message.update()
+        if options.teaching:
+            await show_prompt(prompt, sampling, found, session.prompt_views, app.engine.capabilities.token_view)
+        async with in_line(app):  # with Compare on, both replies in one place in line
+            if options.compare and app.engine.capabilities.compare:
+                await compare_answers(app, engine, system_prompt, prompt, events, sampling, found)
+            else:
+                await stream_answer(app, engine, prompt, events, sampling, found or [])
+    session.told_unsaved = await tell_if_unsaved(app.store, session.told_unsaved)
+
+
+async def start_reply(engine: ChatEngine, system_prompt: str, history: list[Message], sampling: Sampling,
+                      found: list[Found] | None) -> tuple[AsyncIterator[ReplyEvent], ReplyEvent, list[Found] | None]:
+    """A reply's events, its first event (the prompt, or a refusal) and the passages in the prompt: all the passages
+    `found`, else the best one, else none, whichever fits the context first (how many tokens a passage takes depends
+    on the model's tokenizer). `found` is None with the knowledge base off."""
+    for passages in [None] if found is None else [found, found[:1], None] if len(found) > 1 else [found, None]:
+        events = engine.reply(system_prompt, history if passages is None else grounded(history, passages), sampling)
+        first = await anext(events)
+        if not isinstance(first, Refused) or passages is None:
+            return events, first, passages
+        await events.aclose()
+
+
+async def stream_answer(app: ChatApp, engine: ChatEngine, prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent],
+                        sampling: Sampling, found: list[Found], label: str | None = None) -> None:
+    """The reply the conversation holds, also when stopped (never its thinking), naming the passages it drew on.
+    `label`: its sampling, with Compare on."""
+    session = current_session()
+
+    async def keep(reply: cl.Message) -> None:
+        session.conversation.answer(reply.id, reply.content)
+        session.alternatives[reply.id] = (reply, reply.content)
+        if used := drawn_on(found, reply.content, session.conversation.turns[-2].content):
+            reply.content += sources.sources_line(used)
+            reply.elements += sources.elements(sources.stored(used))
+            reply.metadata[REPLY][SOURCES] = sources.stored(used)
+
+    try:
+        await stream_message(app, session, engine, prompt, events, sampling, REPLY, keep, label=label)
+    finally:
+        await refresh_dashboard(session, engine)
+
+
+async def compare_answers(app: ChatApp, engine: ChatEngine, system_prompt: str, prompt: RenderedPrompt,
+                          events: AsyncIterator[ReplyEvent], sampling: Sampling, found: list[Found] | None) -> None:
+    """Compare on: the reply with the chat's sampling and one with the second sampling (`chat_options.compared`) to
+    the same prompt, streamed at the same time (the engine batches them), each labelled with its sampling. The first
+    enters the conversation; the second can be kept instead."""
+    second = chat_options.compared(sampling, current_session().options)
+    history = current_session().conversation.messages()
+    other = engine.reply(system_prompt, history if found is None else grounded(history, found), second)
+    async with aclosing(other):
+        await anext(other)  # the same prompt: the same messages, passages and budget
+        await asyncio.gather(
+            stream_answer(app, engine, prompt, events, sampling, found or [], chat_options.label(sampling)),
+            stream_aside(app, engine, prompt, other, second, "Compared reply", keepable=True,
+                         label=chat_options.label(second)))
+
+
+async def split_into_tokens(app: ChatApp, message: cl.Message) -> None:
+    """The Tokenize command: the text's tokens and counts, from the tokenizers alone. Neither the text nor the
+    answer enters the conversation or the stored thread."""
+    thread = cl.context.session.thread_id
+    await app.store.forget_step(thread, message.id)
+    try:
+        engine = await engine_with_notice(app.engine)
+    except ChatError:
+        return  # the notice says why
+    tokens = await asyncio.to_thread(engine.tokens, message.content)
+    others = await asyncio.to_thread(app.demo_tokenizers.counts, message.content)
+    reply = tokenize_command.report(message.content, tokens, engine.model_name, others)
+    await reply.send()
+    await app.store.forget_step(thread, reply.id)

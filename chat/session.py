@@ -1,0 +1,125 @@
+"""One chat's state, one typed object behind one accessor (`current_session`), and what happens to it outside a
+reply: a chat opened or resumed, its settings changed, its sidebar shown, a kept reply swapped in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass, field
+
+import chainlit as cl
+
+from chat.parts import ChatApp
+from config.errors import ChatError
+from engine.api import ChatEngine, RenderedPrompt
+from history.conversation import REPLY, SET_ASIDE, Conversation
+from ui import chat_options, sources, tokenize_command
+from ui.chat_options import ChatOptions
+from ui.dashboard import Dashboard
+from ui.notices import engine_with_notice, knowledge_with_notice, send_error
+from ui.token_view import Branchable, Recent
+
+KEY = "chat"  # the session's `ChatSession` in `cl.user_session`
+
+
+@dataclass
+class ChatSession:
+    conversation: Conversation
+    options: ChatOptions
+    dashboard: Dashboard | None = None  # the live statistics sidebar, while it is on
+    # The replies to the latest question by id, with their text: the conversation holds one, the others can be kept.
+    alternatives: dict[str, tuple[cl.Message, str]] = field(default_factory=dict)
+    branchable: Recent[Branchable] = field(default_factory=Recent)  # replies' token views
+    prompt_views: Recent[tuple[cl.CustomElement, RenderedPrompt]] = field(default_factory=Recent)
+    told_unsaved: bool = False  # the visitor was told the database did not take the conversation
+
+    def keep(self, wanted: object) -> tuple[cl.Message, cl.Message] | None:
+        """Make the reply `wanted` the one the conversation holds for the latest question, in place of the one it
+        held (their marks swapped); the two, or None where `wanted` is not a reply to the latest question."""
+        held = self.conversation.turns[-1].message_id if self.conversation.turns else None
+        chosen = self.alternatives.get(wanted) if isinstance(wanted, str) else None
+        if chosen is None or held not in self.alternatives:
+            return None
+        (reply, text), (previous, _) = chosen, self.alternatives[held]
+        if reply is not previous:
+            self.conversation.rewind(previous.id)
+            self.conversation.answer(reply.id, text)
+            reply.metadata = {REPLY: reply.metadata.get(SET_ASIDE, {})}
+            previous.metadata = {SET_ASIDE: previous.metadata.get(REPLY, {})}
+        return reply, previous
+
+
+def current_session() -> ChatSession:
+    return cl.user_session.get(KEY)
+
+
+async def open_chat(app: ChatApp) -> None:
+    await _open(app, ChatSession(Conversation(), chat_options.initial_options(app.settings)))
+
+
+async def resume_chat(app: ChatApp, thread: dict) -> None:
+    """A stored conversation opened again: the model's context is its stored questions and replies, with the
+    persona (Chainlit restores the chat profile) and chat settings it had."""
+    stored = (thread.get("metadata") or {}).get("options") or {}
+    options, _ = chat_options.checked(app.settings, chat_options.initial_options(app.settings), stored)
+    # Chainlit sends the stored thread to the page after this handler, and the page then starts afresh:
+    # the sidebar follows in a task of its own, after that.
+    await _open(app, ChatSession(Conversation.from_steps(thread["steps"]), options), sidebar_later=True)
+    asyncio.create_task(sources.show_again(thread["steps"]))
+
+
+async def _open(app: ChatApp, session: ChatSession, sidebar_later: bool = False) -> None:
+    cl.user_session.set(KEY, session)
+    await send_settings(app, session.options)
+    await cl.context.emitter.set_commands([tokenize_command.COMMAND])
+    try:
+        await engine_with_notice(app.engine)
+    except ChatError:
+        return
+    await knowledge_with_notice(app.knowledge)
+    if sidebar_later:
+        asyncio.create_task(show_dashboard(app))
+    else:
+        await show_dashboard(app)
+
+
+async def send_settings(app: ChatApp, options: ChatOptions) -> None:
+    """The settings dialog, with what the model and the engine can do."""
+    await cl.ChatSettings(chat_options.widgets(app.settings, options, app.engine.thinking_switch,
+                                               compare=app.engine.capabilities.compare)).send()
+
+
+async def change_options(app: ChatApp, proposed: dict) -> None:
+    """New settings apply from the next reply; a value out of range is refused and the widgets reset."""
+    session = current_session()
+    session.options, refused = chat_options.checked(app.settings, session.options, proposed)
+    await remember_options(app)
+    if refused:
+        await send_error("\n\n".join(refused))
+        await send_settings(app, session.options)
+    await show_dashboard(app)
+
+
+async def remember_options(app: ChatApp) -> None:
+    """Store the persona and chat settings with the conversation now: Chainlit itself saves a session's data
+    only when its socket closes, which an app that is killed never gets to."""
+    session = cl.context.session
+    if session.has_first_interaction:
+        await app.store.update_thread(session.thread_id, metadata={
+            "chat_profile": cl.user_session.get("chat_profile"), "options": asdict(current_session().options)})
+
+
+async def show_dashboard(app: ChatApp) -> None:
+    """Open (or re-open) the live statistics sidebar if this session wants it, else close it."""
+    session = current_session()
+    if not session.options.live_stats:
+        session.dashboard = None
+        await cl.ElementSidebar.set_elements([])
+        return
+    session.dashboard = session.dashboard or Dashboard(app.floor, app.memory, app.settings.sidebar_update_seconds)
+    await session.dashboard.refresh(await app.engine.wait())
+
+
+async def refresh_dashboard(session: ChatSession, engine: ChatEngine) -> None:
+    if session.dashboard:
+        await session.dashboard.refresh(engine)
