@@ -1,0 +1,122 @@
+"""The engine service with a fake backend, in seconds: loading in the background, the watchdog's rebuild of an engine
+that died, a load that fails, and a shutdown that leaves no engine behind, also one that lands while an engine
+loads."""
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from config.errors import ModelLoadError
+from config.settings import load_settings
+from engine.service import Backend, EngineService
+
+pytestmark = pytest.mark.fast
+SETTINGS = load_settings({})
+
+
+class Engine:
+    model_name = "fake"
+
+    def __init__(self) -> None:
+        self.alive, self.stopped = True, False
+
+    def is_alive(self) -> bool:
+        return self.alive
+
+    def is_ready(self) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        self.alive, self.stopped = False, True
+
+
+class Loads:
+    """The backend's `load`: each call waits for `go` (set by default), then fails with `error` or builds an
+    engine."""
+
+    def __init__(self) -> None:
+        self.engines: list[Engine] = []
+        self.go = threading.Event()
+        self.go.set()
+        self.error: Exception | None = None
+
+    def __call__(self, settings, model: Path) -> Engine:
+        self.go.wait(10)
+        if self.error:
+            raise self.error
+        self.engines.append(Engine())
+        return self.engines[-1]
+
+
+def service_with(loads: Loads) -> tuple[EngineService, list[float]]:
+    ended: list[float] = []
+    backend = Backend(locate=lambda settings: Path("fake-model"), load=loads)
+    return EngineService(SETTINGS, backend, watch_interval=0.05, end_children=ended.append), ended
+
+
+def until(condition, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+async def test_the_engine_loads_in_the_background_and_is_rebuilt_when_it_dies():
+    loads = Loads()
+    loads.go.clear()
+    service, _ = service_with(loads)
+    service.start()
+    service.start()  # a second start does nothing
+    assert service.status() == "loading" and not service.is_ready() and service.current() is None
+    loads.go.set()
+    first = await asyncio.wait_for(service.wait(), 5)
+    assert service.status() == "ready" and service.current() is first and len(loads.engines) == 1
+    first.alive = False  # its processes died
+    assert until(lambda: service.restarts == 1)
+    second = await asyncio.wait_for(service.wait(), 5)
+    assert second is not first and first.stopped and service.status() == "ready" and len(loads.engines) == 2
+    service.shutdown()
+    assert second.stopped and service.status() == "stopping"
+
+
+async def test_a_load_that_fails_is_reported_to_every_waiting_chat():
+    loads = Loads()
+    loads.error = ModelLoadError("CHAT_MODEL: no such folder")
+    service, _ = service_with(loads)
+    service.start()
+    for _ in range(2):
+        with pytest.raises(ModelLoadError, match="no such folder"):
+            await asyncio.wait_for(service.wait(), 5)
+    assert service.status() == "failed" and service.restarts == 0
+    service.shutdown()
+
+
+def test_a_shutdown_while_the_engine_loads_ends_it_and_starts_nothing_after():
+    loads = Loads()
+    loads.go.clear()
+    service, ended = service_with(loads)
+    service.start()
+    stopping = threading.Thread(target=service.shutdown, kwargs={"wait_for_loader": 5.0})
+    stopping.start()
+    time.sleep(0.3)
+    assert ended, "what the loader started meanwhile is ended while it loads"
+    loads.go.set()  # the load completes after the shutdown began
+    stopping.join(10)
+    assert not stopping.is_alive() and loads.engines[0].stopped and service.status() == "stopping"
+    loads.engines[0].alive = False
+    time.sleep(0.3)
+    assert len(loads.engines) == 1 and service.restarts == 0  # no rebuild after shutdown
+
+
+async def test_an_engine_that_dies_during_shutdown_is_not_rebuilt():
+    loads = Loads()
+    service, _ = service_with(loads)
+    service.start()
+    engine = await asyncio.wait_for(service.wait(), 5)
+    service.shutdown()
+    engine.alive = False
+    time.sleep(0.3)
+    assert service.restarts == 0 and len(loads.engines) == 1
