@@ -12,41 +12,29 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench.workload import DEMO, stage_parser
-from config.settings import load_settings
-from engine.api import ReplyStats, Sampling
+from bench.engine_runs import demo_engine, timed_replies
+from bench.workload import stage_parser
+from engine.api import Sampling
 from engine.chat_engine import VllmEngine
 from engine.prompt import render_prompt
 from harness.figures import Reply
 from harness.questions import questions, system_prompt
-from modelprep.source import resolve_model
 
 
 async def answer(engine: VllmEngine, question: str, samplings: list[Sampling]) -> list[Reply]:
     """One reply per sampling to `question`, all submitted at once, timed from their arrival."""
     prompt = render_prompt(engine.tokenizer, system_prompt(), [{"role": "user", "content": question}],
                            budget=engine.settings.max_model_len - samplings[0].max_new_tokens)
-    latest = [ReplyStats(len(prompt.token_ids)) for _ in samplings]
-
-    async def reply(index: int) -> None:
-        async for event in engine.stream_reply(prompt, samplings[index]):
-            latest[index] = event.stats
-
-    arrival = time.perf_counter()
-    await asyncio.gather(*(reply(index) for index in range(len(samplings))))
-    return [Reply(stats.first_token_at - arrival, stats.last_token_at - arrival, stats.generated_tokens)
-            for stats in latest]
+    return await timed_replies(engine, [(prompt, sampling) for sampling in samplings])
 
 
 def main() -> None:
     arguments = stage_parser("compare", __doc__, tokens=128, repeats=3).parse_args()
-    settings = load_settings()
-    model = resolve_model(DEMO, settings.cache_dir, prepare=False, weights=settings.weights)
-    engine = VllmEngine.load(settings, model)
+    model, engine = demo_engine()
+    settings = engine.settings
     greedy = Sampling(0.0, 1.0, arguments.tokens, top_k=settings.top_k, ignore_eos=True)
     hot = replace(greedy, temperature=1.2, top_p=settings.top_p)
     pairs = {"": hot, "_seeded": replace(hot, seed=42)}

@@ -11,37 +11,52 @@ import os
 import time
 from pathlib import Path
 
-from bench.workload import CONCURRENCY, NEW_TOKENS, prompts
+from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS, prompts
 from config.settings import load_settings
 from engine.api import ReplyStats, Sampling
 from engine.chat_engine import VllmEngine
+from engine.prompt import RenderedPrompt
 from harness.figures import Reply, median_run, summarise
+from modelprep.source import resolve_model
 from telemetry.memory import tree_pss
 
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_new_tokens=NEW_TOKENS, ignore_eos=True)
 
 
-def start_replies(engine: VllmEngine, tag: str, users: int,
-                  sampling: Sampling) -> tuple[asyncio.Future, list[ReplyStats]]:
-    """The workload's `users` chats (questions tagged `tag`) submitted together from the running loop: the future
-    of all their replies, and each one's latest statistics, replaced as its events arrive."""
-    rendered = prompts(engine.tokenizer, tag, users, engine.settings.max_model_len)
-    latest = [ReplyStats(len(prompt.token_ids)) for prompt in rendered]
+def demo_engine() -> tuple[Path, VllmEngine]:
+    """The demo model's folder, with the weights the app serves here, and this app's engine on it."""
+    settings = load_settings()
+    model = resolve_model(DEMO, settings.cache_dir, prepare=False, weights=settings.weights)
+    return model, VllmEngine.load(settings, model)
 
-    async def chat(index: int, prompt) -> None:
+
+def start_replies(engine: VllmEngine, requests: list[tuple[RenderedPrompt, Sampling]]
+                  ) -> tuple[asyncio.Future, list[ReplyStats]]:
+    """Each request submitted, together, from the running loop: the future of all their replies, and each one's
+    latest statistics, replaced as its events arrive."""
+    latest = [ReplyStats(len(prompt.token_ids)) for prompt, _ in requests]
+
+    async def chat(index: int, prompt: RenderedPrompt, sampling: Sampling) -> None:
         async for event in engine.stream_reply(prompt, sampling):
             latest[index] = event.stats
 
-    return asyncio.gather(*(chat(index, prompt) for index, prompt in enumerate(rendered))), latest
+    return asyncio.gather(*(chat(index, *request) for index, request in enumerate(requests))), latest
+
+
+async def timed_replies(engine: VllmEngine, requests: list[tuple[RenderedPrompt, Sampling]]) -> list[Reply]:
+    """Each request's reply, all submitted together, timed from their arrival."""
+    replies, stats = start_replies(engine, requests)
+    arrival = time.perf_counter()
+    await replies
+    return [Reply(reply.first_token_at - arrival, reply.last_token_at - arrival, reply.generated_tokens)
+            for reply in stats]
 
 
 async def _serve(engine: VllmEngine, tag: str, users: int) -> dict:
-    replies, stats = start_replies(engine, tag, users, GREEDY)
-    arrival = time.perf_counter()
-    await replies
-    assert all(reply.generated_tokens == NEW_TOKENS for reply in stats), [reply.generated_tokens for reply in stats]
-    return summarise([Reply(reply.first_token_at - arrival, reply.last_token_at - arrival, reply.generated_tokens)
-                      for reply in stats])
+    rendered = prompts(engine.tokenizer, tag, users, engine.settings.max_model_len)
+    replies = await timed_replies(engine, [(prompt, GREEDY) for prompt in rendered])
+    assert all(reply.tokens == NEW_TOKENS for reply in replies), [reply.tokens for reply in replies]
+    return summarise(replies)
 
 
 def run(model: str, concurrency: tuple[int, ...] = CONCURRENCY, repeats: int = 1) -> dict:

@@ -13,18 +13,14 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import time
 from pathlib import Path
 
-from bench.workload import DEMO, stage_parser
-from config.settings import load_settings
-from engine.api import ReplyStats, Sampling
+from bench.engine_runs import demo_engine, timed_replies
+from bench.workload import prompts, stage_parser
+from engine.api import Sampling
 from engine.chat_engine import VllmEngine
 from engine.distribution import ALTERNATIVES
-from engine.prompt import render_prompt
 from harness.figures import Reply, summarise
-from harness.questions import questions, system_prompt
-from modelprep.source import resolve_model
 
 CHATS = (1, 8)
 
@@ -36,26 +32,13 @@ async def serve(engine: VllmEngine, chats: int, sampling: Sampling, tag: str) ->
 
 async def replies(engine: VllmEngine, chats: int, sampling: Sampling, tag: str) -> list[Reply]:
     """The replies to `chats` new questions submitted together, timed from their arrival."""
-    rendered = [render_prompt(engine.tokenizer, system_prompt(), [{"role": "user", "content": question}],
-                              budget=engine.settings.max_model_len - sampling.max_new_tokens)
-                for question in questions(tag, chats)]
-    latest = [ReplyStats(len(prompt.token_ids)) for prompt in rendered]
-
-    async def chat(index: int) -> None:
-        async for event in engine.stream_reply(rendered[index], sampling):
-            latest[index] = event.stats
-
-    arrival = time.perf_counter()
-    await asyncio.gather(*(chat(index) for index in range(chats)))
-    return [Reply(reply.first_token_at - arrival, reply.last_token_at - arrival, reply.generated_tokens)
-            for reply in latest]
+    return await timed_replies(engine, [(prompt, sampling) for prompt in prompts(
+        engine.tokenizer, tag, chats, engine.settings.max_model_len, sampling.max_new_tokens)])
 
 
 def main() -> None:
     arguments = stage_parser("logprobs", __doc__, tokens=128, repeats=3).parse_args()
-    settings = load_settings()
-    model = resolve_model(DEMO, settings.cache_dir, prepare=False, weights=settings.weights)
-    engine = VllmEngine.load(settings, model)
+    model, engine = demo_engine()
     sides = {"off": 0, "on": ALTERNATIVES}
     runs: dict[str, dict[int, list[float]]] = {side: {chats: [] for chats in CHATS} for side in sides}
     try:

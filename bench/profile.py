@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 
 from bench.engine_runs import start_replies
-from bench.workload import DEMO
+from bench.workload import DEMO, prompts
 from config.settings import PROJECT_ROOT, load_settings
 from engine.api import Sampling
 from engine.chat_engine import VllmEngine
@@ -78,7 +78,8 @@ async def decode(engine: VllmEngine, chats: int, tokens: int, sample: Callable[[
     settings = engine.settings
     sampling = Sampling(settings.temperature, settings.top_p, tokens, top_k=settings.top_k,
                         repetition_penalty=settings.repetition_penalty, ignore_eos=True)
-    replies, stats = start_replies(engine, "profile", chats, sampling)
+    rendered = prompts(engine.tokenizer, "profile", chats, engine.settings.max_model_len)
+    replies, stats = start_replies(engine, [(prompt, sampling) for prompt in rendered])
     while not all(reply.first_token_at for reply in stats):
         await asyncio.sleep(0.05)
     samplers, started, before = sample(), time.perf_counter(), sum(reply.generated_tokens for reply in stats)

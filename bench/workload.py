@@ -20,11 +20,13 @@ NEW_TOKENS = 128
 CONCURRENCY = (1, 2, 4, 8)
 
 
-def prompts(tokenizer, tag: str, users: int, max_model_len: int = 4096) -> list[RenderedPrompt]:
-    """The rendered prompt of each of `users` chats, their questions tagged `tag` (see `questions`)."""
+def prompts(tokenizer, tag: str, users: int, max_model_len: int = 4096,
+            new_tokens: int = NEW_TOKENS) -> list[RenderedPrompt]:
+    """The rendered prompt of each of `users` chats, their questions tagged `tag` (see `questions`), leaving room for
+    `new_tokens`."""
     system = system_prompt()
     return [render_prompt(tokenizer, system, [{"role": "user", "content": question}],
-                          budget=max_model_len - NEW_TOKENS) for question in questions(tag, users)]
+                          budget=max_model_len - new_tokens) for question in questions(tag, users)]
 
 
 def stage_parser(name: str, doc: str, tokens: int, repeats: int) -> argparse.ArgumentParser:

@@ -14,11 +14,11 @@ import chainlit as cl
 from chat.parts import ChatApp
 from chat.reply_message import stream_message
 from chat.session import current_session, refresh_dashboard
-from chat.turn import claim_chat, in_line, ready_engine
+from chat.turn import button_turn, in_line
 from config.errors import ChatError
 from engine.api import ChatEngine, RenderedPrompt, ReplyEvent, Sampling, TokenProbability
 from history.conversation import SET_ASIDE
-from ui.notices import BUSY, NO_LONGER_AVAILABLE, ONLY_LATEST, send_error
+from ui.notices import ONLY_LATEST, send_error
 from ui.token_view import Branchable, forced, weighed_prompt
 
 KEEP_REPLY = "keep_reply"  # the button under a reply to the latest question that the conversation does not hold
@@ -67,16 +67,7 @@ async def branch_from_token(app: ChatApp, action: cl.Action) -> None:
     the latest question can take its place (`keep_reply`)."""
     origin = current_session().branchable.get(action.payload.get("element"))
     chosen = forced(origin.tokens, action.payload) if origin else None
-    if chosen is None:
-        await send_error(NO_LONGER_AVAILABLE)
-        return
-    if not claim_chat():
-        await send_error(BUSY)
-        return
-    try:
-        engine = await ready_engine(app)
-    except ChatError as error:
-        await send_error(str(error))
+    if (engine := await button_turn(app, chosen)) is None:
         return
     # The page shows the stop button and holds questions back meanwhile, as while a reply to a question streams.
     await cl.context.emitter.task_start()
@@ -101,14 +92,9 @@ async def weigh_prompt(app: ChatApp, action: cl.Action) -> None:
     """The teaching view's button: the prompt's probabilities, one prefill, shown in its token view. A generation like
     any other: the chat's one at a time, a place in the line, the memory check."""
     view, prompt = current_session().prompt_views.get(action.payload.get("element")) or (None, None)
-    if view is None:
-        await send_error(NO_LONGER_AVAILABLE)
-        return
-    if not claim_chat():
-        await send_error(BUSY)
+    if (engine := await button_turn(app, view)) is None:
         return
     try:
-        engine = await ready_engine(app)
         async with in_line(app):
             logprobs = await engine.prompt_logprobs(prompt)
     except ChatError as error:

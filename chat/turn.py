@@ -12,8 +12,9 @@ from contextlib import asynccontextmanager
 import chainlit as cl
 
 from chat.parts import ChatApp
+from config.errors import ChatError
 from engine.api import ChatEngine
-from ui.notices import QueueNotice, engine_with_notice
+from ui.notices import BUSY, NO_LONGER_AVAILABLE, QueueNotice, engine_with_notice, send_error
 
 
 def claim_chat() -> bool:
@@ -33,6 +34,22 @@ async def ready_engine(app: ChatApp) -> ChatEngine:
     engine = await engine_with_notice(app.engine)
     app.floor.check()
     return engine
+
+
+async def button_turn(app: ChatApp, chosen: object) -> ChatEngine | None:
+    """The engine for a button's generation, or None once the visitor is told why not: what the button chose
+    (`chosen`) is no longer kept, another generation of this chat runs, or the engine or the memory is not there."""
+    if chosen is None:
+        await send_error(NO_LONGER_AVAILABLE)
+        return None
+    if not claim_chat():
+        await send_error(BUSY)
+        return None
+    try:
+        return await ready_engine(app)
+    except ChatError as error:
+        await send_error(str(error))
+        return None
 
 
 @asynccontextmanager

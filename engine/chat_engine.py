@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
@@ -32,14 +32,13 @@ from vllm.utils.ompmultiprocessing import OMPProcessManager
 from vllm.v1.engine.async_llm import AsyncLLM
 
 from config.errors import EngineUnavailableError, ModelLoadError
-from config.message import Message
 from config.settings import Settings
-from engine.api import EngineState, Finished, ReplyEvent, ReplyStats, Sampling, TextDelta, TokenProbability, coalesce
+from engine.api import EngineState, Finished, ReplyStats, Sampling, TextDelta, TokenProbability, coalesce
 from engine.bridge import Channel
 from engine.distribution import ALTERNATIVES
 from engine.metrics import SchedulerWatch
 from engine.prompt import RenderedPrompt
-from engine.replies import continued_events, render_reply, reply_events
+from engine.replies import StreamingEngine, render_reply
 from engine.spawn import main_module_hidden
 from engine.token_text import pieces, split
 from modelprep.hardware import resolve_dtype
@@ -97,7 +96,7 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
     }
 
 
-class VllmEngine:
+class VllmEngine(StreamingEngine):
     """One process-wide engine. Build it with `VllmEngine.load`; share it between all chat sessions."""
 
     def __init__(self, settings: Settings, model: Path, tokenizer: PreTrainedTokenizerBase, llm: AsyncLLM,
@@ -177,15 +176,6 @@ class VllmEngine:
                 pass
 
         asyncio.run_coroutine_threadsafe(run(), self._loop).result()
-
-    def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
-        """`engine.api.ChatEngine.reply`: the prompt, rendered on a worker thread, then `stream_reply`."""
-        return reply_events(self.tokenizer, self.settings.max_model_len, system_prompt, history, sampling,
-                            lambda prompt: self.stream_reply(prompt, sampling))
-
-    def continue_reply(self, prompt: RenderedPrompt, start: Sequence[int], sampling: Sampling
-                       ) -> AsyncIterator[TextDelta | Finished]:
-        return continued_events(self.tokenizer, prompt, start, sampling, self.stream_reply)
 
     def _probabilities(self, completion, alternatives: int | None) -> tuple[TokenProbability, ...]:
         """vLLM's log-probabilities of each new token and of the `alternatives` likeliest at its place."""

@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,12 +27,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from config.errors import EngineUnavailableError, ModelLoadError
-from config.message import Message
 from config.settings import Settings
-from engine.api import EngineState, Finished, ReplyEvent, ReplyStats, Sampling, ServerReport, TextDelta, coalesce
+from engine.api import EngineState, Finished, ReplyStats, Sampling, ServerReport, TextDelta, coalesce
 from engine.bridge import Channel
 from engine.prompt import RenderedPrompt
-from engine.replies import continued_events, reply_events
+from engine.replies import StreamingEngine
 from engine.token_text import split
 
 log = logging.getLogger(__name__)
@@ -135,7 +134,7 @@ class _Unreachable(Exception):
     """A server could not be connected to: the reply has not started, another server may take it."""
 
 
-class RemoteEngine:
+class RemoteEngine(StreamingEngine):
     """`engine.api.ChatEngine` in front of vLLM servers. Build it with `RemoteEngine.load`."""
 
     def __init__(self, settings: Settings, model: Path, tokenizer: PreTrainedTokenizerBase) -> None:
@@ -173,16 +172,10 @@ class RemoteEngine:
         while not self._stopping.wait(CHECK_SECONDS):
             self._check_all()
 
-    def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
-        return reply_events(self.tokenizer, self.settings.max_model_len, system_prompt, history, sampling,
-                            lambda prompt: self._stream_anywhere(prompt, sampling))
-
-    def continue_reply(self, prompt: RenderedPrompt, start: Sequence[int], sampling: Sampling
-                       ) -> AsyncIterator[TextDelta | Finished]:
-        return continued_events(self.tokenizer, prompt, start, sampling, self._stream_anywhere)
-
-    async def _stream_anywhere(self, prompt: RenderedPrompt, sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
-        for _ in self.replicas:  # a server found unreachable before it said anything: the next one
+    async def stream_reply(self, prompt: RenderedPrompt, sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
+        """The reply from the least busy server that is ready, the next one where a server is found unreachable
+        before it said anything."""
+        for _ in self.replicas:
             replica = self._pick()
             replica.in_flight += 1
             try:

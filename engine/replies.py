@@ -9,9 +9,11 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
+from typing import Any
 
 from config.errors import MessageTooLongError
 from config.message import Message
+from config.settings import Settings
 from engine.api import Finished, Refused, ReplyEvent, ReplyStats, Sampling, TextDelta
 from engine.prompt import RenderedPrompt, render_prompt
 from engine.thinking import ThinkingSplitter, split_thinking, splitter_for
@@ -63,3 +65,23 @@ async def continued_events(tokenizer, prompt: RenderedPrompt, start: Sequence[in
                         ) as events:
         async for event in events:
             yield event
+
+
+class StreamingEngine:
+    """`ChatEngine.reply` and `continue_reply` for an engine that streams a rendered prompt's reply (`stream_reply`),
+    with the model's `tokenizer` and the app's `settings`."""
+
+    tokenizer: Any
+    settings: Settings
+
+    def stream_reply(self, prompt: RenderedPrompt, sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
+        raise NotImplementedError
+
+    def reply(self, system_prompt: str, history: list[Message], sampling: Sampling) -> AsyncIterator[ReplyEvent]:
+        """The prompt, rendered on a worker thread, then `stream_reply`."""
+        return reply_events(self.tokenizer, self.settings.max_model_len, system_prompt, history, sampling,
+                            lambda prompt: self.stream_reply(prompt, sampling))
+
+    def continue_reply(self, prompt: RenderedPrompt, start: Sequence[int], sampling: Sampling
+                       ) -> AsyncIterator[TextDelta | Finished]:
+        return continued_events(self.tokenizer, prompt, start, sampling, self.stream_reply)
