@@ -1,6 +1,6 @@
 """A model of the size client sites run, for the benchmark: Qwen2.5-7B-Instruct's exact shape with random weights.
 
-No 7B weights are reachable from the machines this project is built on (FACTS.md), and speed does not
+No 7B weights are reachable from the machines this project is built on (they reach PyPI, Debian and npm only), and speed does not
 depend on the weights' values: the same shapes, dtypes and kernels cost the same whatever numbers they
 hold. So this builds, once into the cache, a bf16 Hugging Face folder with Qwen2.5-7B-Instruct's published
 configuration (28 layers, hidden 3584, 28 query / 4 KV heads, intermediate 18,944, vocabulary 152,064, an

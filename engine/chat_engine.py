@@ -60,8 +60,7 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
     for each; at most `batch_tokens` per step, so chats that start together get first tokens in turn; and a
     KV cache just large enough for every chat at full context, unless `CHAT_KV_CACHE_GIB` sets it. The
     engine-core process runs the model itself (vLLM's "uni" executor) instead of handing every step to a worker
-    process of its own: one process fewer to spawn and import vLLM into (8 s of a 36 s start here, 0.4 GiB),
-    and no hop between two processes per step; `load` binds its threads to cores as vLLM binds a worker's, and
+    process of its own: one process fewer to spawn and import vLLM into, and no hop between two processes per step; `load` binds its threads to cores as vLLM binds a worker's, and
     puts a repetition penalty, top-k/top-p and draw that do not pass over the whole vocabulary into vLLM's
     sampler there (`engine.sampler_speedup`).
     """
@@ -89,7 +88,7 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
         "kv_cache_memory_bytes": kv_cache_budget(json.loads((model / "config.json").read_text()),
                                                  settings.max_concurrent_replies, settings.max_model_len,
                                                  resolve_dtype(settings.dtype), settings.kv_cache_gib),
-        "enforce_eager": True,  # torch.compile gains ~5% here but triples start-up time (FACTS.md)
+        "enforce_eager": True,  # torch.compile gains a little speed for a much longer start (docs/design-figures.md)
         "distributed_executor_backend": "uni",
         "worker_extension_cls": "engine.sampler_speedup.SamplerSpeedup",
         "max_logprobs": ALTERNATIVES,
@@ -151,8 +150,7 @@ class VllmEngine(StreamingEngine):
             loop.call_soon_threadsafe(loop.stop)
             raise ModelLoadError(f"The engine could not start on {model}: {error}. See the log above "
                                  "for vLLM's reason (unsupported model, not enough memory, ...).") from error
-        # vLLM's own copy of the model's tokenizer (safe to share between threads): loading a second one here
-        # took 2 s of the start.
+        # vLLM's own copy of the model's tokenizer (safe to share between threads): a second one would slow the start.
         engine = cls(settings, model, llm.get_tokenizer(), llm, watch, loop, thread)
         engine._warm_up()
         engine.load_seconds = time.perf_counter() - started
@@ -162,11 +160,9 @@ class VllmEngine(StreamingEngine):
 
     def _warm_up(self) -> None:
         """One short sampled request, so the first visitor does not pay for the set-up of vLLM's sampler
-        (compiled on its first use) and CPU kernels: 1.9 s here, after which a chat's first token took 0.6 s
-        instead of 2.1 s. It asks for log-probabilities too, as the teaching view does: the first reply with the
-        view on then waited 0.13 s for its first token instead of 0.65 s (1.5B demo), at no cost to the start
-        that three starts each could tell. Greedy replies need no set-up of their own; longer prompts warm nothing
-        more."""
+        (compiled on its first use) and CPU kernels. It asks for log-probabilities too, as the teaching view does,
+        so the first reply with the view on does not pay for theirs (docs/design-figures.md). Greedy replies need
+        no set-up of their own; longer prompts warm nothing more."""
         sampling = Sampling(0.7, 0.8, 2, top_k=20, repetition_penalty=1.05, logprobs=ALTERNATIVES)
         prompt, _ = render_reply(self.tokenizer, "", [{"role": "user", "content": "hi"}], sampling,
                                   self.settings.max_model_len)

@@ -2,9 +2,9 @@
 only on CPUs with AMX.
 
 vLLM 0.30's CPU kernel for 4-bit checkpoints (`CPUWNA16LinearKernel`) has two paths. W4A16 turns every weight
-back into bf16 for every product: measured here, one chat 2.5x slower than int8. W4A8 (`int4_scaled_mm_cpu`)
-quantises each token's activations to int8 and multiplies with VNNI: one token through a 1536x8960 layer
-1.6-2.3x faster than vLLM's int8 kernel, within 1 % of a float product. vLLM takes W4A8 only where the CPU has
+back into bf16 for every product, slower than int8. W4A8 (`int4_scaled_mm_cpu`) quantises each token's
+activations to int8 and multiplies with VNNI, faster than vLLM's int8 kernel and close to a float product
+(docs/design-figures.md). vLLM takes W4A8 only where the CPU has
 AMX tiles; the kernel itself needs AVX-512 VNNI. `register` (vLLM calls it in every process it starts, through
 the `vllm.general_plugins` entry point in pyproject.toml) lets a 4-bit layer take W4A8 wherever `int4_kernel`
 holds; elsewhere vLLM decides as it would.

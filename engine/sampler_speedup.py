@@ -14,14 +14,12 @@ eight chats in int8). Three replacements, each the same arithmetic on fewer numb
   those k tokens only: each token is drawn with the same probability as by vLLM, from other random numbers;
 - `greedy_rows_narrowed`: in a batch that mixes greedy and sampled chats (Compare: a greedy reply beside a hot one),
   vLLM draws for the greedy rows too and throws the draw away, and their top-k is the whole vocabulary, which
-  sent the whole batch down vLLM's sort: each reply of such a pair went at 24 tokens/s against 40 for a pair of
-  the same kind (0.5B demo). Their top-k is 1 for that draw.
+  sent the whole batch down vLLM's sort, slowing both replies. Their top-k is 1 for that draw.
 
 One more is about the first reply that asks for log-probabilities (the teaching view), not speed: vLLM ranks the
 chosen token with a function it compiles with torch.compile on first use, which held that reply's first token
-back by seconds (on the 1.5B demo 9.9 s with torch's compile cache empty, as on a new machine, 3.4 s with it
-filled). `count_at_least` is the same comparison run as it is (a row of booleans the size of the vocabulary:
-150 kB a chat on a CPU; 0.4 ms a step at eight chats against 0.07 ms compiled, about 1 % of such a step).
+back by seconds. `count_at_least` is the same comparison run as it is (a row of booleans the size of the
+vocabulary), at a small share of a step. The figures: docs/design-figures.md.
 
 Whatever they do not cover goes to vLLM's own code. `SamplerSpeedup` is a vLLM worker extension: vLLM adds
 its method to the worker in the process that runs the model, and the engine calls it there once

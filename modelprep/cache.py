@@ -3,8 +3,7 @@
 A folder is built under a temporary name and renamed into place only after a manifest of every file's
 size and sha256 has been written, so an interrupted build never looks finished. A folder whose files
 no longer match its manifest (truncated, edited, half deleted) is not complete: it is rebuilt, never
-loaded. Reading every byte at each start cost 4.7 s for the 1.5B demo (13 s at that rate for a 7B in int8),
-so a full check is remembered (`VERIFIED`: each file's size, inode and modification time, the manifest's
+loaded. Reading every byte at each start would cost seconds (docs/design-figures.md), so a full check is remembered (`VERIFIED`: each file's size, inode and modification time, the manifest's
 too) and the next check reads the files again only if one of them changed since; as git does for its index,
 a file modified within the clock tick of that check is read again every time. Knows nothing of what the
 folders hold.

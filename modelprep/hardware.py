@@ -25,8 +25,8 @@ def cpu_flags() -> frozenset[str]:
 
 
 def fast_int8() -> bool:
-    """Whether this CPU multiplies int8 natively (VNNI or AMX): there vLLM's int8 kernels beat 16-bit weights.
-    Measured on the demo model: 1.4x faster with AVX-512 VNNI; 2.6x slower on an AVX2 CPU without VNNI."""
+    """Whether this CPU multiplies int8 natively (VNNI or AMX): there vLLM's int8 kernels beat 16-bit weights;
+    elsewhere they lose to them (docs/design-figures.md)."""
     return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & cpu_flags())
 
 

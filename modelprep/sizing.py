@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 GIB = 1024**3
 # Beside weights and KV cache: the web process (1 GiB) and vLLM's engine-core process, which runs the model
-# (Python, torch, oneDNN kernels, activations). Measured as PSS over the app's process tree minus weights and
-# KV cache, demo model served in float32 (AVX2 machine, 2026-11-30): 3.17 GiB while a separate worker process
-# ran the model, 2.75 GiB since (`python -m bench.then_now`); rounded up.
+# (Python, torch, oneDNN kernels, activations): PSS over the app's process tree minus weights and KV cache, as
+# measured (docs/design-figures.md), rounded up.
 RUNTIME_BYTES = int(3 * GIB)
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 INT4_GROUP = 128  # weights per scale in 4-bit layers (modelprep.quantization.int4)

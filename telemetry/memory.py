@@ -1,5 +1,5 @@
-"""Memory, measured: the app's whole process tree and the machine, and the guard that stops new replies
-when the machine runs short.
+"""Memory, measured: the app's whole process tree and the machine, and the floor of available memory below which no
+new reply starts.
 
 The app's figure is PSS (proportional set size) summed over this process and every child (vLLM's
 engine core): pages shared between them (torch, libraries) count once, split among their
@@ -45,7 +45,7 @@ def tree_pss(pid: int) -> int:
 class MemoryMonitor:
     """Memory readings shared by every session of the app.
 
-    Reading PSS makes the kernel walk every page of every process: about 35 ms of CPU per 3 GB, taken
+    Reading PSS makes the kernel walk every page of every process (docs/design-figures.md), CPU taken
     from the engine when the cores are busy, far too much to repeat for every sidebar refresh of every
     session. So the app's PSS (which hardly moves once the model and its preallocated KV cache are in)
     is re-measured at most every `max_age` seconds, and the system figures at most every `system_max_age`

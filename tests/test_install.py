@@ -1,4 +1,4 @@
-"""The installed packages are the ones the lock pins, and the known-bad ones are absent (FACTS.md)."""
+"""The installed packages are the ones the lock pins, and the known-bad ones are absent (docs/layout.md, "Dependencies", says why)."""
 
 from importlib import metadata
 

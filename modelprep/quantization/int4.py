@@ -6,8 +6,7 @@ block's output stays close to the original's) makes the decoder's linear layers 
 128 weights, in the `compressed-tensors` pack-quantized layout vLLM loads. The calibration text is the
 project's own writing, Chinese and English (`knowledge/` and `docs/`), never the held-out text `bench.quality`
 measures on. An output head of its own (untied, as in Qwen2.5-7B) becomes int8 as `modelprep.quantization`
-makes it: 4 bits cost it much more than the rest (the 0.5B demo's perplexity +10.3 % with a 4-bit head, +8.3 %
-with an int8 one); a tied head stays 16-bit with the embeddings it shares. Knows nothing of the app.
+makes it: 4 bits cost it much more than the rest (docs/design-figures.md); a tied head stays 16-bit with the embeddings it shares. Knows nothing of the app.
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ from modelprep.quantization.int8 import INT8_SCHEME, quantize_weight
 
 GROUP_SIZE = 128
 CALIBRATION = [PROJECT_ROOT / "knowledge", PROJECT_ROOT / "docs"]
-# AutoRound's "light" recipe (50 tuning steps a block) on 32 windows of 256 tokens: 10 minutes for the 0.5B demo
-# model on 2 cores.
+# AutoRound's "light" recipe: 50 tuning steps a block, on 32 windows of 256 tokens.
 ITERATIONS = 50
 SAMPLES = 32
 SEQUENCE = 256
