@@ -10,6 +10,13 @@ REPLY = '[data-step-type="assistant_message"] .message-content'
 CHROMIUM = "/usr/bin/chromium"  # Debian's, installed by the set-up
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
+# The sidebar's figures (`data-stat`), read once, and recorded at every change of the page.
+READ_STATS = "Object.fromEntries([...document.querySelectorAll('[data-stat]')].map(e => [e.dataset.stat, e.innerText]))"
+RECORD_STATS = f"""
+window.statHistory = [];
+new MutationObserver(() => window.statHistory.push({READ_STATS}))
+    .observe(document, {{subtree: true, childList: true, characterData: true}});
+"""
 
 
 def launch_chromium(playwright):
