@@ -1,0 +1,83 @@
+"""The rule each folder keeps (docs/architecture.md): whom it may import, read from the code's own imports, and no
+circle of imports between modules. Chainlit and vLLM stay where they belong too."""
+
+import ast
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.fast
+
+# Each folder and the folders of ours it may import; a folder not named here may import none.
+MAY_IMPORT = {
+    "app": {"chat", "ui", "history", "config"},
+    "chat": {"web", "ui", "telemetry", "history", "retrieval", "engine", "config"},
+    "web": {"telemetry", "history", "engine", "config"},
+    "ui": {"telemetry", "history", "retrieval", "engine", "config"},
+    "telemetry": {"engine", "config"},
+    "history": {"config"},
+    "retrieval": {"config"},
+    "engine": {"modelprep", "config"},
+    "modelprep": {"config"},
+    "config": set(),
+    "harness": {"modelprep", "config"},
+    "bench": {"harness", "telemetry", "history", "retrieval", "engine", "modelprep", "config"},
+    "deploy": {"modelprep", "config"},
+}
+OURS = set(MAY_IMPORT) | {"tests"}
+# Folders that never import a package: the engine and what it stands on know no Chainlit (history's store is Chainlit's
+# data layer, so it may), and what faces the browser knows no vLLM.
+NEVER = {"chainlit": {"engine", "modelprep", "config", "retrieval", "telemetry"}, "vllm": {"app", "chat", "ui", "web"}}
+
+
+def modules() -> dict[str, set[str]]:
+    """Each module of ours (outside tests) by dotted name, with every module it imports, at any depth of its code."""
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if relative.parts[0] not in MAY_IMPORT and relative.parts != ("app.py",):
+            continue
+        name = ".".join(relative.with_suffix("").parts).removesuffix(".__init__")
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+        found[name] = imported
+    return found
+
+
+def test_every_folder_imports_only_the_folders_below_it():
+    broken = set()
+    for name, imported in modules().items():
+        folder = name.split(".")[0]
+        for target in imported:
+            top = target.split(".")[0]
+            if top in OURS and top != folder and top not in MAY_IMPORT[folder]:
+                broken.add(f"{name} imports {top}")
+            if folder in NEVER.get(top, ()):
+                broken.add(f"{name} imports {top}")
+    assert not broken, sorted(broken)
+
+
+def test_no_module_imports_itself_through_others():
+    graph = modules()
+    edges = {name: {target for target in imported if target in graph and target != name}
+             for name, imported in graph.items()}
+    done: set[str] = set()
+
+    def circle_from(name: str, path: list[str]) -> list[str] | None:
+        if name in path:
+            return path[path.index(name):] + [name]
+        if name in done:
+            return None
+        for target in edges[name]:
+            if found := circle_from(target, [*path, name]):
+                return found
+        done.add(name)
+        return None
+
+    circles = [circle for name in edges if (circle := circle_from(name, []))]
+    assert not circles, circles[0]
