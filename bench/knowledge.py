@@ -123,10 +123,10 @@ async def ask(url: str, question: str, knowledge: bool) -> dict:
 
 
 async def answers(url: str, questions: list[str], knowledge: bool) -> list[dict]:
-    gate = asyncio.Semaphore(CONCURRENCY)
+    at_once = asyncio.Semaphore(CONCURRENCY)
 
     async def one(question: str) -> dict:
-        async with gate:
+        async with at_once:
             return await ask(url, question, knowledge)
 
     return await asyncio.gather(*(one(question) for question in questions))

@@ -1,4 +1,4 @@
-"""How many replies generate at once, and who waits: a first-come, first-served gate.
+"""How many replies generate at once, and who waits: a first-come, first-served queue.
 
 vLLM batches every running request, so more replies at once raise total throughput but slow each
 one; past `limit`, a reply waits for a free place instead, and learns its place in the line whenever it

@@ -1,4 +1,4 @@
-"""The reply gate: a limit, first come first served, places shown, no place lost to a cancelled wait."""
+"""The line of replies: a limit, first come first served, places shown, no place lost to a cancelled wait."""
 
 import asyncio
 
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.fast
 
 
 async def test_limit_and_order_and_places():
-    gate = ReplyQueue(limit=2)
+    queue = ReplyQueue(limit=2)
     order, places = [], {}
     release = asyncio.Event()
 
@@ -18,21 +18,21 @@ async def test_limit_and_order_and_places():
         async def show(place):
             places.setdefault(name, []).append(place)
 
-        async with gate.turn(show):
+        async with queue.turn(show):
             order.append(name)
             await release.wait()
 
     tasks = [asyncio.create_task(reply(name)) for name in "abcde"]
     await asyncio.sleep(0.1)
-    assert order == ["a", "b"] and gate.running == 2 and gate.waiting == 3
+    assert order == ["a", "b"] and queue.running == 2 and queue.waiting == 3
     assert places == {"c": [1], "d": [2], "e": [3]}
     release.set()
     await asyncio.gather(*tasks)
-    assert order == list("abcde") and gate.running == 0 and gate.waiting == 0
+    assert order == list("abcde") and queue.running == 0 and queue.waiting == 0
 
 
 async def test_places_move_up_as_the_line_moves():
-    gate = ReplyQueue(limit=1)
+    queue = ReplyQueue(limit=1)
     finish = {name: asyncio.Event() for name in "abc"}
     places = []
 
@@ -41,7 +41,7 @@ async def test_places_move_up_as_the_line_moves():
             if show:
                 places.append(place)
 
-        async with gate.turn(record):
+        async with queue.turn(record):
             await finish[name].wait()
 
     tasks = [asyncio.create_task(reply("a")), asyncio.create_task(reply("b")), asyncio.create_task(reply("c", True))]
@@ -55,11 +55,11 @@ async def test_places_move_up_as_the_line_moves():
 
 
 async def test_a_cancelled_wait_leaves_the_line_and_loses_no_place():
-    gate = ReplyQueue(limit=1)
+    queue = ReplyQueue(limit=1)
     hold = asyncio.Event()
 
     async def reply():
-        async with gate.turn(lambda place: asyncio.sleep(0)):
+        async with queue.turn(lambda place: asyncio.sleep(0)):
             await hold.wait()
 
     first = asyncio.create_task(reply())
@@ -67,9 +67,9 @@ async def test_a_cancelled_wait_leaves_the_line_and_loses_no_place():
     await asyncio.sleep(0.1)
     waiting.cancel()  # a stop button or a closed tab while waiting
     await asyncio.sleep(0.1)
-    assert gate.waiting == 0 and gate.running == 1
+    assert queue.waiting == 0 and queue.running == 1
     hold.set()
     await first
-    assert gate.running == 0
-    async with gate.turn(lambda place: asyncio.sleep(0)):  # the place is free again at once
-        assert gate.running == 1
+    assert queue.running == 0
+    async with queue.turn(lambda place: asyncio.sleep(0)):  # the place is free again at once
+        assert queue.running == 1
