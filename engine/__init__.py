@@ -2,5 +2,5 @@
 streamed as events.
 
 Nothing in this package imports Chainlit; the app reaches the engine through `engine.api` (what a reply is)
-and `engine.service` (the one engine of this process). Getting a model ready is `modelprep`'s job.
+and `engine.service` (`EngineService`, the one engine of this process). Getting a model ready is `modelprep`'s job.
 """

@@ -1,2 +1,2 @@
-"""The chat as visitors see it, beside Chainlit's own page: personas, chat settings, the live statistics
-sidebar and the page's language and offline assets."""
+"""The chat as visitors see it, beside Chainlit's own page: chat settings, the live statistics sidebar, a reply
+streamed, its sources, the teaching view, notices, and the page's language and offline assets."""
