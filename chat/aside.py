@@ -48,7 +48,7 @@ def keep_button(reply: cl.Message) -> cl.Action:
 async def keep_reply(action: cl.Action) -> None:
     """A reply's keep button: it takes the place of the reply the conversation holds for the latest question, there
     and in the stored thread; that one gets the button."""
-    swapped = current_session().keep(action.payload.get("reply"))
+    swapped = session.keep(action.payload.get("reply")) if (session := current_session()) else None
     if swapped is None:
         await send_error(ONLY_LATEST)
         return
@@ -65,7 +65,8 @@ async def branch_from_token(app: ChatApp, action: cl.Action) -> None:
     """An alternative's button in a reply's token view: the same reply up to that token, the alternative in its place,
     and the model's continuation, as a branch below. The conversation keeps the reply it holds; a branch of a reply to
     the latest question can take its place (`keep_reply`)."""
-    origin = current_session().branchable.get(action.payload.get("element"))
+    session = current_session()
+    origin = session.branchable.get(action.payload.get("element")) if session else None
     chosen = forced(origin.tokens, action.payload) if origin else None
     if (engine := await button_turn(app, chosen)) is None:
         return
@@ -91,7 +92,8 @@ async def stream_branch(app: ChatApp, engine: ChatEngine, origin: Branchable, in
 async def weigh_prompt(app: ChatApp, action: cl.Action) -> None:
     """The teaching view's button: the prompt's probabilities, one prefill, shown in its token view. A generation like
     any other: the chat's one at a time, a place in the line, the memory check."""
-    view, prompt = current_session().prompt_views.get(action.payload.get("element")) or (None, None)
+    session = current_session()
+    view, prompt = (session.prompt_views.get(action.payload.get("element")) if session else None) or (None, None)
     if (engine := await button_turn(app, view)) is None:
         return
     try:

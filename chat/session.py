@@ -49,7 +49,8 @@ class ChatSession:
         return reply, previous
 
 
-def current_session() -> ChatSession:
+def current_session() -> ChatSession | None:
+    """This chat's state; None before the chat is opened (a crafted client can press a button that early)."""
     return cl.user_session.get(KEY)
 
 
