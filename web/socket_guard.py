@@ -53,7 +53,7 @@ def guard_socket(max_message_chars: int, logins: bool, thread_exists: Callable[[
         try:
             thread_id = _check_auth(auth)
         except EventRefused as reason:
-            log.warning("EventRefused a socket connection from %s: %s", _address(environ), reason)
+            log.warning("Refused a socket connection from %s: %s", _address(environ), reason)
             raise ConnectionRefusedError(str(reason)) from None
         if thread_id and not logins and await thread_exists(thread_id):
             # Nobody owns a thread without logins, so nobody may open one again: a reloaded page starts anew.
@@ -87,12 +87,12 @@ def _checked(event: str, handler: Callable, check: Callable[[str, Any], Any] | N
                 payload = (check(sid, payload[0] if payload else None),)
             return await handler(sid, *payload)
         except EventRefused as reason:
-            log.warning("EventRefused a %r event from socket %s: %s", event, sid, reason)
+            log.warning("Refused a %r event from socket %s: %s", event, sid, reason)
             if reason.tell:
                 init_ws_context(sid)
                 await ErrorMessage(content=reason.tell).send()
         except (KeyError, TypeError, ValueError, AttributeError, AssertionError) as error:
-            log.warning("EventRefused a malformed %r event from socket %s: %s: %s", event, sid, type(error).__name__,
+            log.warning("Refused a malformed %r event from socket %s: %s: %s", event, sid, type(error).__name__,
                         str(error)[:200])
         return None
 
