@@ -1,10 +1,12 @@
 """What the model is given from the knowledge base, and which passages a reply drew on.
 
 The persona's system prompt gets fixed rules (so its prefix stays cached); the passages found go into the newest
-question only, numbered, with their document and section, within a budget of characters. The search text is the
-newest question with the one before it, so a follow-up ("它几点开门？") still finds what the conversation is about.
-A reply drew on a passage when it repeats something of it that the question did not already say, and says
-nothing of the documents being silent (`drawn_on`).
+question only, best first, numbered, with their document and section, within a budget of characters. Of a long
+passage the model gets only the sentences that bear on the question (`focused`); the visitor still opens it whole.
+A question asked in English is answered in English. The search text is the newest question with the one before
+it, so a follow-up ("它几点开门？") still finds what the conversation is about. A reply drew on a passage when it
+repeats something of it that the question did not already say, and says nothing of the documents being silent
+(`drawn_on`).
 """
 
 from __future__ import annotations
@@ -14,18 +16,59 @@ from dataclasses import replace
 
 from config.message import Message
 from retrieval.index import Found
+from retrieval.reading import ALIASES
+from retrieval.terms import terms
+
+_NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide is about: it tells nothing
 
 NOT_COVERED = "资料里没有这方面的信息"
+NOT_COVERED_EN = "The guide has no information on this"
 RULES = f"""
 
-【参考资料的用法】用户的问题前面可能附有【参考资料】。回答事实（地点、年代、数字、时间、价格、交通）时，只使用参考资料里写明的内容，不要编造资料里没有的名称和数字。如果参考资料没有涉及用户问的内容，请直接说“{NOT_COVERED}”，可以建议用户查询官方渠道。不要在回答里提“参考资料”的编号。"""
+【参考资料的用法】用户的问题前面可能附有【参考资料】。回答事实（地点、年代、数字、时间、价格、交通）时，只使用参考资料里写明的内容，不要编造资料里没有的名称和数字。如果参考资料没有涉及用户问的内容，请直接说“{NOT_COVERED}”（用英文回答时说“{NOT_COVERED_EN}.”），可以建议用户查询官方渠道。不要在回答里提“参考资料”的编号。"""
 NOTHING_FOUND = "【参考资料】资料库里没有找到与这个问题相关的内容。"
+IN_ENGLISH = "（游客用英文提问：请用英文回答。Answer in English.）"
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
+_SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
+FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
 
 
 def search_text(history: list[Message]) -> str:
     questions = [message["content"] for message in history if message["role"] == "user"]
     return "\n".join(questions[-2:])
+
+
+def in_english(question: str) -> bool:
+    """Whether a question is asked in English: over three Latin letters to each Chinese character ("广州塔 how tall?"
+    is asked in Chinese, with English words)."""
+    return len(re.findall(r"[A-Za-z]", question)) > 3 * len(re.findall(r"[\u3400-\u9fff]", question))
+
+
+def focused(found: list[Found], question: str) -> list[Found]:
+    """The passages cut to the sentences that hold a search term of the question (and the lines that a chosen sentence
+    ending in a colon introduces), other than the words of their document's name and other names: a question about
+    a sight names it, and so does every line of its entry. The best passage is kept whole when none of its sentences
+    does, the others are then left out. Passages within `FOCUS_ABOVE` characters, and every passage for a question
+    in English (which shares no word with a Chinese passage), are not cut."""
+    if in_english(question):
+        return found
+    kept = []
+    for rank, passage in enumerate(found):
+        aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
+        name = re.split(r"[：:（(]", passage.title)[0]  # "实用信息：支付、电话与安全" names 实用信息
+        asked = set(terms(question)) - set(terms(" ".join([name, *aliases]))) - _NAMES
+        chosen, introduced = [], False
+        for line in passage.text.split("\n"):
+            sentences = [] if line in aliases else _SENTENCE.findall(line)
+            picked = line if introduced and line.strip() else "".join(
+                sentence for sentence in sentences if any(term in sentence.lower() for term in asked))
+            introduced = (introduced and bool(line.strip())) or picked.rstrip().endswith(("：", ":"))
+            chosen.append(picked)
+        if any(chosen) and len(passage.text) > FOCUS_ABOVE:
+            kept.append(replace(passage, text="\n".join(line for line in chosen if line), whole=passage.text))
+        elif any(chosen) or rank == 0:
+            kept.append(passage)
+    return kept
 
 
 def within(found: list[Found], budget_chars: int) -> list[Found]:
@@ -37,7 +80,7 @@ def within(found: list[Found], budget_chars: int) -> list[Found]:
         kept.append(passage)
         used += len(passage.text)
     if found and not kept:
-        kept = [replace(found[0], text=found[0].text[:budget_chars])]
+        kept = [replace(found[0], text=found[0].text[:budget_chars], whole=found[0].whole or found[0].text)]
     return kept
 
 
@@ -48,21 +91,27 @@ def label(passage: Found) -> str:
 
 def grounded(history: list[Message], found: list[Found]) -> list[Message]:
     """`history` with the newest question preceded by the passages (or by a line saying none was found)."""
+    question = history[-1]
     if found:
         blocks = [f"[{number}] 《{passage.title}》{passage.section}（{passage.name}）\n{passage.text}"
                   for number, passage in enumerate(found, 1)]
         context = "【参考资料】\n" + "\n\n".join(blocks)
     else:
         context = NOTHING_FOUND
-    question = history[-1]
-    return [*history[:-1], {"role": question["role"], "content": f"{context}\n\n【问题】\n{question['content']}"}]
+    language = f"\n{IN_ENGLISH}" if in_english(question["content"]) else ""
+    return [*history[:-1], {"role": question["role"],
+                            "content": f"{context}\n\n【问题】\n{question['content']}{language}"}]
+
+
+def says_not_covered(reply: str) -> bool:
+    return NOT_COVERED in reply or NOT_COVERED_EN.lower() in reply.lower()
 
 
 def drawn_on(found: list[Found], reply: str, question: str) -> list[Found]:
     """The passages a reply drew on: those it repeats the most of, and at least half as much as the best one,
     counting pairs of Chinese characters, words and numbers of two digits or more (a number counts twice) that the
     question did not already hold. None when it repeats nothing, or says the documents do not cover the question."""
-    if NOT_COVERED in reply:
+    if says_not_covered(reply):
         return []
     said = _units(reply) - _units(question)
     shares = [sum(2 if unit.isdigit() else 1 for unit in said & _units(passage.text)) for passage in found]

@@ -24,7 +24,7 @@ from retrieval.reading import SUFFIXES, UnreadableError
 from retrieval.terms import terms
 
 log = logging.getLogger(__name__)
-READER_VERSION = 2  # part of each file's stamp: a new version reads every file again (2: images and links as text)
+READER_VERSION = 3  # part of each file's stamp: a new version reads every file again (3: aliases, pinyin, English)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, folder TEXT NOT NULL, path TEXT NOT NULL UNIQUE,
@@ -38,13 +38,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(body, tokenize = 'unicode61'
 
 @dataclass(frozen=True)
 class Found:
-    """A passage found, with its document's file and the BM25 score (higher is better)."""
+    """A passage found, with its document's file and the BM25 score (higher is better). `text` is what the model is
+    given: the passage, or the sentences of it that bear on the question (`grounding.focused`), then `whole` holds
+    the passage as the visitor opens it."""
 
     path: str
     title: str
     section: str
     text: str
     score: float
+    whole: str = ""
 
     @property
     def name(self) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from config.message import Message
-from retrieval.grounding import search_text, within
+from retrieval.grounding import focused, search_text, within
 from retrieval.index import Found, KnowledgeIndex
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,8 @@ class KnowledgeBase:
             log.info("Knowledge: indexing %s: %d of %d files", folder, done, total)
 
     def search(self, persona: str, history: list[Message], budget_chars: int) -> list[Found]:
-        """The passages to put before the newest question of `history`, best first, within `budget_chars`."""
+        """The passages to put before the newest question of `history`, best first, each cut to the sentences that
+        bear on it, within `budget_chars`."""
         found = self.index.search(search_text(history), self.folders(persona), TOP_K)
         found = [passage for passage in found if passage.score >= RELATIVE_FLOOR * found[0].score]
-        return within(found, budget_chars)
+        return within(focused(found, history[-1]["content"]), budget_chars)

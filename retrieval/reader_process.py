@@ -22,7 +22,7 @@ from pathlib import Path
 
 from retrieval.passages import passages
 from retrieval.reading import UnreadableError, read_document
-from retrieval.terms import terms
+from retrieval.terms import romanized, terms
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger file is refused unread: split it, or export its text
 MAX_INFLATED_BYTES = 256 * 1024 * 1024  # the parts of a DOCX, as they declare themselves once inflated
@@ -65,9 +65,10 @@ def read_file(path: Path, pairs: bool) -> ReadFile:
     """A document's title and passages with their search terms, read in the calling process."""
     check_size(path)
     document = read_document(path, MAX_TEXT_CHARS)
+    names = f"{document.title} {romanized(document.title)} {document.aliases}"  # every passage is found by these
     return ReadFile(document.title, tuple(
         ReadPassage(passage.section, passage.text,
-                    " ".join(terms(f"{passage.title} {passage.section} {passage.text}", pairs)))  # a section's name finds it
+                    " ".join(terms(f"{names} {passage.section} {passage.text}", pairs)))  # a section's name finds it
         for passage in passages(document)))
 
 

@@ -3,7 +3,8 @@
 A section is (heading, text); its text keeps paragraphs apart by blank lines. Markdown and DOCX sections follow
 their headings, HTML's its `h1`–`h6` (lxml), a PDF's its pages, plain text is one section. The title is the first
 top heading (HTML's `<title>`, DOCX's Title or first heading), else the file name without its extension. Images and
-links become plain text (`as_plain_text`). A file that cannot be read raises `UnreadableError` saying why. Reading
+links become plain text (`as_plain_text`). A line naming the document's other names ("别名：…", "Also known as: …",
+as in the guide's entries: English names, nicknames) is kept as its `aliases`, which every passage is found by. A file that cannot be read raises `UnreadableError` saying why. Reading
 runs in whatever process calls it: the app reads through `retrieval.reader_process`, which sets the limits.
 """
 
@@ -26,6 +27,7 @@ class UnreadableError(Exception):
 class Document:
     title: str
     sections: tuple[tuple[str, str], ...]  # (heading, text); the heading may be empty
+    aliases: str = ""  # the document's other names, from its "别名" / "Also known as" lines
 
 
 def read_document(path: Path, max_chars: int | None = None) -> Document:
@@ -57,7 +59,8 @@ def read_document(path: Path, max_chars: int | None = None) -> Document:
             room -= len(text)
     if not kept:
         raise UnreadableError("no text found in it (a scanned PDF needs OCR first)")
-    return Document(as_plain_text(title.strip()) or path.stem, tuple(kept))
+    aliases = "; ".join(match.group(1).strip() for _, text in kept for match in ALIASES.finditer(text))
+    return Document(as_plain_text(title.strip()) or path.stem, tuple(kept), aliases)
 
 
 def as_plain_text(text: str) -> str:
@@ -70,6 +73,8 @@ def as_plain_text(text: str) -> str:
     return _AUTOLINK.sub(lambda match: match.group(1), text)
 
 
+ALIASES = re.compile(r"^\s*(?:[-*+]\s*)?[^\n:：]{0,12}(?:别名|also known as)[^\n:：]{0,20}[:：](.+)$",
+                      re.MULTILINE | re.IGNORECASE)
 _IMAGE_OR_LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\n]*)\)")
 _REFERENCE = re.compile(r"!?\[([^\]\n]*)\]\[[^\]\n]*\]")
 _DEFINITION = re.compile(r"^(\s*)\[([^\]\n]+)\]:", re.MULTILINE)

@@ -1,6 +1,7 @@
-"""Search terms of a Chinese (or mixed) text: jieba's words (`rjieba`, search mode, which adds the shorter words
-inside a long one), lower-cased, without punctuation or the commonest function words; optionally every pair of
-adjacent Chinese characters too.
+"""Search terms of a text in Chinese, English or both: jieba's words (`rjieba`, search mode, which adds the shorter
+words inside a long one), lower-cased, without punctuation or the commonest function words of either language; an
+English word in its singular ("towers", "tower's" → "tower"); optionally every pair of adjacent Chinese characters.
+`romanized` gives a title's pinyin, so that a visitor who types "Chenjiaci" or "Shamian" finds 陈家祠 and 沙面.
 
 Words alone are the default: on our question set they put the right document first more often than words with
 pairs (`bench.knowledge` measures both each run, docs/knowledge.md has the figures).
@@ -11,17 +12,40 @@ from __future__ import annotations
 import re
 
 import rjieba
+from pypinyin import lazy_pinyin
 
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"\w", re.UNICODE)
+_LATIN = re.compile(r"[a-z]+")
 STOP = frozenset("的 了 是 在 和 与 及 或 吗 呢 吧 啊 呀 么 我 你 他 她 它 我们 你们 请 请问 一下 什么 怎么 怎样 哪 哪些 哪里 "
                  "哪儿 多少 几 有 有没有 没有 这 那 这个 那个 一个 可以 能 会 要 想 去 吃 也 都 还 就 和 跟 给 被 把 对 "
-                 "从 到 为 为什么 如何".split())
+                 "从 到 为 为什么 如何 "
+                 "a an the is are was were be been do does did of in on at to for from by with about and or but not "
+                 "what which who whom whose when where why how much many there it its this that these those i me my "
+                 "we our you your he she they them can could should would will shall may might must s t".split())
 
 
 def terms(text: str, pairs: bool = False) -> list[str]:
     lowered = text.lower()
-    words = [word for word in rjieba.cut_for_search(lowered) if _WORD.search(word) and word not in STOP]
+    words = [_singular(word) for word in rjieba.cut_for_search(lowered) if _WORD.search(word)]
+    words = [word for word in words if word not in STOP]
     if pairs:
         words += [run[i:i + 2] for run in _HAN.findall(lowered) for i in range(len(run) - 1)]
     return words
+
+
+def romanized(text: str) -> str:
+    """The pinyin of the Chinese words in `text`, each word both joined and as syllables ("chenjiaci chen jia ci")."""
+    words = [word for run in _HAN.findall(text) for word in rjieba.cut(run)]
+    return " ".join(f"{''.join(syllables)} {' '.join(syllables)}" if len(syllables) > 1 else syllables[0]
+                    for syllables in map(lazy_pinyin, words))
+
+
+def _singular(word: str) -> str:
+    if not _LATIN.fullmatch(word) or len(word) <= 3 or word.endswith(("ss", "us", "is")):
+        return word
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "xes", "ses")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") else word

@@ -16,11 +16,15 @@ import pytest
 from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
-from retrieval.grounding import drawn_on, grounded, search_text, within
-from retrieval.index import KnowledgeIndex
+from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
+from retrieval.checking import unsupported
+from retrieval.grounding import IN_ENGLISH, drawn_on, focused, grounded, search_text, within
+from retrieval.index import Found, KnowledgeIndex
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
+from retrieval.terms import romanized, terms
 from tests.conftest import ROOT
+from ui.sources import appended, check_table, stored
 
 pytestmark = pytest.mark.fast
 GUIDE = ROOT / "knowledge"
@@ -165,6 +169,32 @@ def test_the_prompt_gets_numbered_passages_within_budget_and_sources_are_what_th
     assert drawn_on(kept, "广州塔有多高？我不知道。", "广州塔有多高？") == []  # repeating the question is not drawing
 
 
+@pytest.mark.parametrize("question, document", [
+    ("How tall is the Canton Tower?", "广州塔"), ("Tickets for the Chen Clan Academy", "陈家祠"),
+    ("Shamian Island history", "沙面"), ("Whampoa Military Academy", "黄埔军校旧址"), ("广州塔 opening hours?", "广州塔"),
+    ("Where is Chenjiaci?", "陈家祠"), ("Baiyunshan hiking", "白云山")])
+def test_english_names_and_pinyin_find_the_chinese_entry(index, question, document):
+    assert index.search(question, [GUIDE], 1)[0].name == document
+
+
+def test_english_words_are_matched_as_words():
+    assert terms("How tall are the Canton Tower's TOWERS?") == ["tall", "canton", "tower", "tower"]
+    assert terms("cities, buses, ferries") == ["city", "bus", "ferry"]
+    assert romanized("陈家祠（广东民间工艺博物馆）").startswith("chenjiaci chen jia ci guangdong guang dong")
+
+
+def test_the_model_gets_the_sentences_that_bear_on_the_question_and_the_visitor_the_whole_passage(index):
+    found = index.search("广州塔的高度是多少？", [GUIDE], 4)
+    [best, *_] = cut = focused(found, "广州塔的高度是多少？")
+    assert "总高度 600 米" in best.text and "小蛮腰" not in best.text and best.whole == found[0].text
+    assert stored([best])[0]["text"] == found[0].text
+    assert sum(len(passage.text) for passage in cut) < sum(len(passage.text) for passage in found) / 3
+    english = "How tall is the Canton Tower?"
+    assert focused(found, english) == found  # an English question shares no word with the passages: kept whole
+    assert grounded([{"role": "user", "content": english}], found)[-1]["content"].endswith(IN_ENGLISH)
+    assert not grounded([{"role": "user", "content": "广州塔 how tall?"}], found)[-1]["content"].endswith(IN_ENGLISH)
+
+
 def test_the_knowledge_benchmark_scores_answers_and_builds_its_large_document(tmp_path):
     from bench.knowledge import honest, load_questions, right, scale
 
@@ -184,3 +214,24 @@ def test_the_command_indexes_the_folders_and_shows_what_a_question_finds(tmp_pat
     assert shown.returncode == 0, shown.stderr
     assert "[1] " in shown.stdout and "陈家祠 · " in shown.stdout and (tmp_path / "knowledge.db").is_file()
     assert f"{GUIDE}: 50 files" in shown.stderr
+
+
+def test_figures_and_quoted_names_the_passages_do_not_hold_are_found():
+    given = [Found("k/广州塔.md", "广州塔", "简介", "总高度 600 米，2010 年 9 月 30 日开放，门票 2,000 元，开放 9:00–22:00。", 1.0)]
+    assert unsupported("广州塔高384米，2010年9月30日开放。", given, "广州塔有多高？") == ["384米"]
+    assert unsupported("1. 门票 2000 元\n2. 开到 22:30，《广州塔》“小蛮腰”", given, "") == ["22:30", "小蛮腰"]
+    assert unsupported("It is 600 metres (1,969 feet) tall. Call 020-1234", given, "") == ["1,969 feet", "020-1234"]
+    assert unsupported("It is 600 m tall, 3 more than you said.", given, "is it 3 m?") == []  # the question's own
+
+
+def test_a_reply_is_cited_checked_or_marked_not_checked():
+    found = [Found("k/广州塔.md", "广州塔", "简介", "广州塔总高度 600 米，昵称小蛮腰。", 1.0)]
+    lines, used, missing = appended("广州塔总高度 384 米，昵称小蛮腰。", found, "广州塔有多高？")
+    assert used == found and missing == ["384 米"]
+    assert lines == SOURCES_MARK + "广州塔 · 简介" + UNSUPPORTED_MARK + "384 米"
+    assert appended("广州塔总高度 600 米，昵称小蛮腰。", found, "广州塔有多高？")[0] == SOURCES_MARK + "广州塔 · 简介"
+    assert appended("它的电梯由某公司制造。", found, "电梯是哪家公司的？")[0] == UNCHECKED  # drew on nothing
+    assert appended("资料里没有这方面的信息。", found, "电梯是哪家公司的？")[0] == ""  # honest: nothing to mark
+    assert appended("The guide has no information on this.", found, "Who made the lifts?")[0] == ""
+    assert "| 384 米 | ✗" in check_table("广州塔总高度 384 米，门票 600 元", found) and "| 600 元 | [1] |" in check_table(
+        "广州塔总高度 384 米，门票 600 元", found)

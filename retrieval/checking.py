@@ -1,0 +1,59 @@
+"""A grounded reply checked against the passages it was given: the figures it states (heights, years, dates, times,
+prices, phone numbers, distances: every number written in digits, with its unit) and the names it quotes (《…》,
+“…”), each looked for in those passages (whole, as the visitor opens them) and in the question.
+
+A figure that contradicts its passage ("384 米" where the passage says 600 米) is not found there; nor is a figure the
+passages never mention. Neither is corrected (a passage may hold several figures of one unit, and only the model
+knows which it meant): both are shown to the visitor as not in the sources (`unsupported`). Numbers written in words
+("六百米") and names not quoted are not checked.
+"""
+
+from __future__ import annotations
+
+import re
+
+from retrieval.index import Found
+
+_FIGURE = re.compile(r"(?<![A-Za-z0-9.,])(\d+(?:[,.]\d+)*(?:[-–~:]\d+(?:[,.]\d+)*)*)(\s*(?:平方米|平方公里|公里|千米|米|"
+                     r"公顷|年代|年|月|日|号线|号|元|块|分钟|小时|点|层|万|亿|岁|%|km|m\b|meters?\b|metres?\b|feet\b|"
+                     r"ft\b|yuan\b|rmb\b|minutes?\b|hours?\b))?", re.IGNORECASE)
+_LIST_NUMBER = re.compile(r"^\s*\d+[.、)]\s", re.MULTILINE)  # "1. " starting a line numbers a list: not a figure
+_QUOTED = re.compile(r"《([^》\n]{2,20})》|“([^”\n]{2,12})”")
+
+
+def numbers(text: str) -> set[str]:
+    """Every number written in digits in `text` (each end of a range, each part of a phone number, a time as one,
+    and a time on the hour as its hour too), as a plain string ("2,000" and "2000" alike); zero left out."""
+    found = {_plain(part) for match in _FIGURE.finditer(text) for part in re.split("[-–~]", match.group(1))}
+    return (found | {time.split(":")[0] for time in found if time.endswith(":00")}) - {"0"}
+
+
+def claims(reply: str) -> list[str]:
+    """The figures and quoted names of a reply, each once, as it writes them."""
+    found = [match.group(0).strip() for match in _FIGURE.finditer(_LIST_NUMBER.sub("", reply)) if numbers(match.group(1))]
+    found += [match.group(1) or match.group(2) for match in _QUOTED.finditer(reply)]
+    return list(dict.fromkeys(found))
+
+
+def holds(text: str, claim: str) -> bool:
+    """Whether `text` holds a claim: every number of a figure, or a quoted name (spaces aside)."""
+    if wanted := numbers(claim):
+        return wanted <= numbers(text)
+    return re.sub(r"\s+", "", claim) in re.sub(r"\s+", "", text)
+
+
+def source_text(passage: Found) -> str:
+    return f"{passage.title} {passage.section}\n{passage.whole or passage.text}"
+
+
+def unsupported(reply: str, given: list[Found], question: str) -> list[str]:
+    """The claims of `reply` that neither the passages it was given nor the question hold."""
+    sources = "\n".join([*map(source_text, given), question])
+    return [claim for claim in claims(reply) if not holds(sources, claim)]
+
+
+def _plain(number: str) -> str:
+    if ":" in number:
+        return ":".join(part.zfill(2) if index else part.lstrip("0") or "0" for index, part in enumerate(number.split(":")))
+    plain = number.replace(",", "")
+    return plain.rstrip("0").rstrip(".") if "." in plain else plain.lstrip("0") or "0"
