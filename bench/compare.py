@@ -36,7 +36,7 @@ def main() -> None:
     model, engine = demo_engine()
     settings = engine.settings
     greedy = Sampling(0.0, 1.0, arguments.tokens, top_k=settings.top_k, ignore_eos=True)
-    hot = replace(greedy, temperature=1.2, top_p=settings.top_p)
+    hot = replace(greedy, temperature=1.2, top_p=settings.sampling_defaults()[1])
     pairs = {"": hot, "_seeded": replace(hot, seed=42)}
     runs: dict[str, list[dict]] = {"alone": [], **{f"compared{pair}_{side}": [] for pair in pairs
                                                     for side in ("greedy", "hot")}}

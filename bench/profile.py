@@ -76,7 +76,7 @@ async def decode(engine: VllmEngine, chats: int, tokens: int, sample: Callable[[
     """`chats` replies at the app's default sampling; `sample` starts the samplers once every chat has its first
     token (prefill is not a decode step). Returns the samplers and the aggregate decode rate meanwhile."""
     settings = engine.settings
-    sampling = Sampling(settings.temperature, settings.top_p, tokens, top_k=settings.top_k,
+    sampling = Sampling(*settings.sampling_defaults(), tokens, top_k=settings.top_k,
                         repetition_penalty=settings.repetition_penalty, ignore_eos=True)
     rendered = prompts(engine.tokenizer, "profile", chats, engine.settings.max_model_len)
     replies, stats = start_replies(engine, [(prompt, sampling) for prompt in rendered])

@@ -46,7 +46,8 @@ GREEDY = {"temperature": 0, "ignore_eos": True}
 def llama_sampling(settings: Settings) -> dict:
     """The app's default sampling in llama-server's terms: its repetition penalty over a slot's whole context,
     as vLLM's over the whole sequence, and no min-p, which llama-server applies by default and vLLM does not."""
-    return {"temperature": settings.temperature, "top_p": settings.top_p, "top_k": settings.top_k,
+    temperature, top_p = settings.sampling_defaults()
+    return {"temperature": temperature, "top_p": top_p, "top_k": settings.top_k,
             "repeat_penalty": settings.repetition_penalty, "repeat_last_n": CONTEXT // SLOTS, "min_p": 0}
 
 

@@ -19,8 +19,8 @@ from chat.turn import in_line, ready_engine
 from config.errors import ChatError, MemoryLowError
 from config.message import Message
 from engine.api import ChatEngine, Refused, RenderedPrompt, ReplyEvent, Sampling
-from history.conversation import REPLY, SOURCES
-from retrieval.grounding import RULES, drawn_on, grounded
+from history.conversation import REPLY
+from retrieval.grounding import RULES, grounded
 from retrieval.index import Found
 from ui import chat_options, sources, tokenize_command
 from ui.notices import engine_with_notice, knowledge_with_notice, send_error, tell_if_unsaved
@@ -70,7 +70,7 @@ async def answer(app: ChatApp, message: cl.Message) -> None:
             if options.compare and app.engine.capabilities.compare:
                 await compare_answers(app, engine, system_prompt, prompt, events, sampling, found)
             else:
-                await stream_answer(app, engine, prompt, events, sampling, found or [])
+                await stream_answer(app, engine, prompt, events, sampling, found)
     session.told_unsaved = await tell_if_unsaved(app.store, session.told_unsaved)
 
 
@@ -88,18 +88,16 @@ async def start_reply(engine: ChatEngine, system_prompt: str, history: list[Mess
 
 
 async def stream_answer(app: ChatApp, engine: ChatEngine, prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent],
-                        sampling: Sampling, found: list[Found], label: str | None = None) -> None:
-    """The reply the conversation holds, also when stopped (never its thinking), naming the passages it drew on.
-    `label`: its sampling, with Compare on."""
+                        sampling: Sampling, found: list[Found] | None, label: str | None = None) -> None:
+    """The reply the conversation holds, also when stopped (never its thinking), naming the passages it drew on and
+    the figures they do not hold (`found`: None with the knowledge base off). `label`: its sampling, with Compare on."""
     session = current_session()
 
     async def keep(reply: cl.Message) -> None:
         session.conversation.answer(reply.id, reply.content)
         session.alternatives[reply.id] = (reply, reply.content)
-        if used := drawn_on(found, reply.content, session.conversation.turns[-2].content):
-            reply.content += sources.sources_line(used)
-            reply.elements += sources.elements(sources.stored(used))
-            reply.metadata[REPLY][SOURCES] = sources.stored(used)
+        if found is not None:
+            sources.cite(reply, found, session.conversation.turns[-2].content, session.options.teaching)
 
     try:
         await stream_message(app, session, engine, prompt, events, sampling, REPLY, keep, label=label)
@@ -118,7 +116,7 @@ async def compare_answers(app: ChatApp, engine: ChatEngine, system_prompt: str, 
     async with aclosing(other):
         await anext(other)  # the same prompt: the same messages, passages and budget
         await asyncio.gather(
-            stream_answer(app, engine, prompt, events, sampling, found or [], chat_options.label(sampling)),
+            stream_answer(app, engine, prompt, events, sampling, found, chat_options.label(sampling)),
             stream_aside(app, engine, prompt, other, second, "Compared reply", keepable=True,
                          label=chat_options.label(second)))
 

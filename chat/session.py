@@ -55,14 +55,16 @@ def current_session() -> ChatSession | None:
 
 
 async def open_chat(app: ChatApp) -> None:
-    await _open(app, ChatSession(Conversation(), chat_options.initial_options(app.settings)))
+    persona = app.persona(cl.user_session.get("chat_profile"))
+    await _open(app, ChatSession(Conversation(), chat_options.initial_options(app.settings, persona)))
 
 
 async def resume_chat(app: ChatApp, thread: dict) -> None:
     """A stored conversation opened again: the model's context is its stored questions and replies, with the
     persona (Chainlit restores the chat profile) and chat settings it had."""
     stored = (thread.get("metadata") or {}).get("options") or {}
-    options, _ = chat_options.checked(app.settings, chat_options.initial_options(app.settings), stored)
+    persona = app.persona(cl.user_session.get("chat_profile"))
+    options, _ = chat_options.checked(app.settings, chat_options.initial_options(app.settings, persona), stored)
     # Chainlit sends the stored thread to the page after this handler, and the page then starts afresh:
     # the sidebar follows in a task of its own, after that.
     await _open(app, ChatSession(Conversation.from_steps(thread["steps"]), options), sidebar_later=True)

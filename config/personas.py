@@ -3,7 +3,9 @@
 A persona's name is its file name without `.toml`. Adding a persona is adding a file; unknown or missing
 keys are an error that names the file. `[[starters]]` tables (a `label` and the `message` it sends) are
 optional: the suggestions an empty chat offers. `knowledge` (optional) lists folders of documents this persona
-answers from besides the operators' one, relative to the project folder. This module knows nothing of the model or the UI.
+answers from besides the operators' one, relative to the project folder. `temperature` and `top_p` (optional) are
+the persona's default sampling, where CHAT_TEMPERATURE / CHAT_TOP_P do not set one for every persona. This module
+knows nothing of the model or the UI.
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ class Persona:
     system_prompt: str
     starters: tuple[Starter, ...] = ()
     knowledge: tuple[Path, ...] = ()
+    temperature: float | None = None
+    top_p: float | None = None
 
 
-_KEYS = {field.name for field in fields(Persona)} - {"name", "starters", "knowledge"}
+_SAMPLING = {"temperature": (0.0, 2.0), "top_p": (0.05, 1.0)}  # optional keys and their ranges
+_KEYS = {field.name for field in fields(Persona)} - {"name", "starters", "knowledge", *_SAMPLING}
 
 
 def _load_persona(path: Path) -> Persona:
@@ -42,6 +47,11 @@ def _load_persona(path: Path) -> Persona:
         raise PersonaError(f"{path} is not valid TOML: {error}. Fix the file and restart.") from None
     starters = data.pop("starters", [])
     knowledge = data.pop("knowledge", [])
+    sampling = {key: data.pop(key) for key in _SAMPLING if key in data}
+    for key, value in sampling.items():
+        low, high = _SAMPLING[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise PersonaError(f"{path}: {key} must be a number from {low} to {high}, e.g. {key} = {high / 2:g}.")
     unknown = sorted(set(data) - _KEYS)
     missing = sorted(_KEYS - set(data))
     if unknown or missing:
@@ -60,7 +70,8 @@ def _load_persona(path: Path) -> Persona:
         raise PersonaError(f'{path}: knowledge must be a list of folder names, e.g. knowledge = ["knowledge"].')
     return Persona(name=path.stem, **{key: data[key].strip() for key in _KEYS},
                    starters=tuple(Starter(starter["label"].strip(), starter["message"].strip()) for starter in starters),
-                   knowledge=tuple(PROJECT_ROOT / folder.strip() for folder in knowledge))
+                   knowledge=tuple(PROJECT_ROOT / folder.strip() for folder in knowledge),
+                   **{key: float(value) for key, value in sampling.items()})
 
 
 def load_personas(folder: Path, default: str) -> list[Persona]:

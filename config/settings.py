@@ -59,8 +59,9 @@ class Settings:
     stream_update_seconds: float = setting(0.25, "a streaming reply reaches the page at most this often; deltas in "
                                                  "between go as one update")
     sidebar_update_seconds: float = setting(1.0, "how often the sidebar refreshes while a reply streams")
-    temperature: float = setting(0.7, "sampling temperature, 0 = greedy")
-    top_p: float = setting(0.8, "nucleus sampling mass")
+    temperature: float | None = setting(None, "sampling temperature, 0 = greedy; empty = the persona's "
+                                              "(`temperature` in its file), else 0.7")
+    top_p: float | None = setting(None, "nucleus sampling mass; empty = the persona's (`top_p` in its file), else 0.8")
     top_k: int = setting(20, "sample only from the k likeliest tokens; 0 = off (Qwen recommends 20)")
     repetition_penalty: float = setting(1.05, "above 1 discourages repeating what was said; 1 = off")
     max_new_tokens: int = setting(512, "reply budget in tokens")
@@ -109,8 +110,10 @@ class Settings:
              f"CHAT_BATCH_TOKENS={self.batch_tokens} must be at least 64 and at least "
              f"CHAT_MAX_CONCURRENT_REPLIES={self.max_concurrent_replies}."),
             (not 0 <= self.engine_nice <= 19, f"CHAT_ENGINE_NICE={self.engine_nice} must be between 0 and 19."),
-            (not 0.0 <= self.temperature <= 2.0, f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2."),
-            (not 0.0 < self.top_p <= 1.0, f"CHAT_TOP_P={self.top_p} must be above 0 and at most 1."),
+            (self.temperature is not None and not 0.0 <= self.temperature <= 2.0,
+             f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2."),
+            (self.top_p is not None and not 0.0 < self.top_p <= 1.0,
+             f"CHAT_TOP_P={self.top_p} must be above 0 and at most 1."),
             (self.max_concurrent_replies < 1,
              f"CHAT_MAX_CONCURRENT_REPLIES={self.max_concurrent_replies} must be at least 1."),
             (self.min_available_gib < 0, f"CHAT_MIN_AVAILABLE_GIB={self.min_available_gib} must be 0 (off) or more."),
@@ -139,6 +142,12 @@ class Settings:
             if not re.fullmatch(r"https?://[^/\s]+(/\S*)?/v1", url):
                 raise ConfigError(f"CHAT_ENGINE_URLS: {url!r} is not the base URL of a vLLM server's OpenAI API; "
                                   "write it as http://HOST:PORT/v1.")
+
+    def sampling_defaults(self, temperature: float | None = None, top_p: float | None = None) -> tuple[float, float]:
+        """A new chat's temperature and top_p: CHAT_TEMPERATURE / CHAT_TOP_P where set, else those given (a persona's),
+        else 0.7 and 0.8."""
+        return next(value for value in (self.temperature, temperature, 0.7) if value is not None), next(
+            value for value in (self.top_p, top_p, 0.8) if value is not None)
 
     @property
     def database(self) -> Path:
@@ -174,9 +183,10 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "bool": _yes_no,
     "Path": _path,
     "Path | None": lambda text: _path(text) if text.strip() else None,
+    "float | None": lambda text: float(text.strip()) if text.strip() else None,
     "tuple[str, ...]": lambda text: tuple(item.strip().rstrip("/") for item in text.split(",") if item.strip()),
 }
-_KIND_NAMES = {"bool": "yes/no value (true or false)", "Path | None": "path"}
+_KIND_NAMES = {"bool": "yes/no value (true or false)", "Path | None": "path", "float | None": "float"}
 
 
 def read_env_file(path: Path) -> dict[str, str]:

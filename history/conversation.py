@@ -6,7 +6,7 @@ question on is dropped first, as the page drops it. Beyond `MAX_TURNS` the oldes
 prompt holds only what fits the model's context, and a chat that runs for days must not grow without end. `from_steps` rebuilds a conversation from the steps
 a thread stored: user messages and the app's replies (marked with `REPLY` in their metadata) only, never
 notices, errors, the teaching step, replies set aside (`SET_ASIDE`), Chainlit's "Task manually stopped." line, nor
-a reply's sources line. Plain data; knows
+the lines the app put under a reply (its sources, the check of its figures: `APPENDED`). Plain data; knows
 nothing of Chainlit or the model.
 """
 
@@ -21,6 +21,10 @@ REPLY = "reply"  # the metadata key that marks a message as one of the assistant
 SET_ASIDE = "set_aside"  # marks a reply the conversation does not hold: a branch, or a reply the teacher swapped out
 SOURCES = "sources"  # in a reply's REPLY metadata: the passages it drew on
 SOURCES_MARK = "\n\n📚 来源 Sources："  # a reply's text ends with this line when it has sources
+UNSUPPORTED_MARK = "\n⚠️ 资料中未见 not in the sources："  # then the figures and names of the reply they do not hold
+UNCHECKED = ("\n\nℹ️ 未经资料核对 Not checked against any source：导览资料里没有找到这个回答的出处 "
+             "nothing in the guide's documents backs this reply")  # ends a reply that drew on no passage
+APPENDED = "appended"  # in a reply's REPLY metadata: how many characters the app put under what the model said
 MAX_TURNS = 400  # questions and replies kept for the model; far more than any context here holds
 
 
@@ -65,7 +69,10 @@ class Conversation:
             if step.get("type") == "user_message":
                 turns.append(Turn(step["id"], "user", step.get("output") or ""))
             elif step.get("type") == "assistant_message" and REPLY in (metadata := step.get("metadata") or {}):
-                text = step.get("output") or ""  # what the model said, without its sources line
-                turns.append(Turn(step["id"], "assistant",
-                                  text.rsplit(SOURCES_MARK, 1)[0] if metadata[REPLY].get(SOURCES) else text))
+                text = step.get("output") or ""  # what the model said, without the lines put under it
+                if appended := metadata[REPLY].get(APPENDED):
+                    text = text[:-appended]
+                elif metadata[REPLY].get(SOURCES):  # stored before the check: only a sources line
+                    text = text.rsplit(SOURCES_MARK, 1)[0]
+                turns.append(Turn(step["id"], "assistant", text))
         return cls(turns[-MAX_TURNS:])

@@ -47,3 +47,20 @@ def test_a_starter_needs_a_label_and_a_message(tmp_path):
                                        '[[starters]]\nlabel = "hi"\n')
     with pytest.raises(PersonaError, match=r"bad\.toml.*label and message"):
         load_personas(tmp_path, "bad")
+
+
+def test_a_persona_sets_its_default_sampling_where_the_settings_leave_it(tmp_path):
+    from config.settings import load_settings
+    from ui.chat_options import initial_options
+
+    (tmp_path / "calm.toml").write_text('display_name = "x"\ndescription = "x"\nsystem_prompt = "x"\n'
+                                        'temperature = 0.2\ntop_p = 0.9\n')
+    [calm] = load_personas(tmp_path, "calm")
+    options = initial_options(load_settings({"CHAT_MODEL": "/m"}), calm)
+    assert (options.temperature, options.top_p) == (0.2, 0.9)
+    everyone = initial_options(load_settings({"CHAT_MODEL": "/m", "CHAT_TEMPERATURE": "0"}), calm)
+    assert (everyone.temperature, everyone.top_p) == (0.0, 0.9)  # CHAT_TEMPERATURE is every persona's
+    assert initial_options(load_settings({"CHAT_MODEL": "/m"})).temperature == 0.7  # neither says: 0.7
+    (tmp_path / "calm.toml").write_text('display_name = "x"\ndescription = "x"\nsystem_prompt = "x"\ntemperature = 3\n')
+    with pytest.raises(PersonaError, match=r"calm\.toml: temperature must be a number from 0.0 to 2.0"):
+        load_personas(tmp_path, "calm")

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, replace
 
 import chainlit as cl
 
+from config.personas import Persona
 from config.settings import Settings
 from engine.api import Sampling
 from engine.distribution import ALTERNATIVES
@@ -69,8 +70,10 @@ class ChatOptions:
     compare_seed: int = 0
 
 
-def initial_options(settings: Settings) -> ChatOptions:
-    return ChatOptions(settings.temperature, settings.top_p, settings.max_new_tokens, thinking=settings.enable_thinking)
+def initial_options(settings: Settings, persona: Persona | None = None) -> ChatOptions:
+    """A new chat's options: the persona's sampling where the settings leave it to the persona."""
+    temperature, top_p = settings.sampling_defaults(*((persona.temperature, persona.top_p) if persona else ()))
+    return ChatOptions(temperature, top_p, settings.max_new_tokens, thinking=settings.enable_thinking)
 
 
 def widgets(settings: Settings, options: ChatOptions, thinking_switch: bool, compare: bool = True) -> list:

@@ -1,17 +1,57 @@
-"""Sources under a grounded reply, and the retrieved passages in the teaching view.
+"""What a reply with the knowledge base on says of its sources, and the retrieved passages in the teaching view.
 
 A reply that drew on passages ends with a line naming each (document file name without extension · section);
-each name opens its passage in the side panel (a Chainlit Text element of that name). The passages are stored in
-the reply's metadata, and the elements sent again when a conversation is resumed (elements are not stored).
+each name opens its whole passage in the side panel (a Chainlit Text element of that name). The passages are stored
+in the reply's metadata, and the elements sent again when a conversation is resumed (elements are not stored).
+Under the sources, a line names the figures and names of the reply that the passages it was given do not hold
+(`retrieval.checking`). A reply that drew on no passage, and does not say that the documents are silent, is marked
+as not checked against any source. The teaching view shows each claim and the passage that holds it.
 """
 
 from __future__ import annotations
 
 import chainlit as cl
 
-from history.conversation import REPLY, SOURCES, SOURCES_MARK
-from retrieval.grounding import label
+from history.conversation import APPENDED, REPLY, SOURCES, SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
+from retrieval.checking import claims, holds, source_text, unsupported
+from retrieval.grounding import drawn_on, label, says_not_covered
 from retrieval.index import Found
+
+CHECKED = "unsupported"  # in a reply's REPLY metadata: the claims the passages do not hold
+
+
+def cite(reply: cl.Message, found: list[Found], question: str, teaching: bool) -> None:
+    """Put under a finished reply to `question` (with the knowledge base on, `found` given) its sources, the claims
+    they do not hold, or the mark of a reply not checked; with the teaching view on, the check claim by claim."""
+    lines, used, missing = appended(reply.content, found, question)
+    if used:
+        reply.elements += elements(stored(used))
+        reply.metadata[REPLY] |= {SOURCES: stored(used), CHECKED: missing}
+    if teaching and found:
+        reply.elements += [cl.Text(name="核对 Check", content=check_table(reply.content, found), display="inline")]
+    reply.content += lines
+    reply.metadata[REPLY][APPENDED] = len(lines)
+
+
+def appended(said: str, found: list[Found], question: str) -> tuple[str, list[Found], list[str]]:
+    """The lines to put under what the model `said`, the passages it drew on, and the claims they do not hold."""
+    used = drawn_on(found, said, question)
+    if used:
+        missing = unsupported(said, found, question)
+        return sources_line(used) + (UNSUPPORTED_MARK + "、".join(missing) if missing else ""), used, missing
+    return ("" if says_not_covered(said) else UNCHECKED), [], []
+
+
+def check_table(said: str, found: list[Found]) -> str:
+    """The teaching view's check: each figure and quoted name of the reply, and the passages that hold it."""
+    rows = []
+    for claim in claims(said):
+        holding = [f"[{number}]" for number, passage in enumerate(found, 1) if holds(source_text(passage), claim)]
+        rows.append(f"| {claim} | {'、'.join(holding) or '✗ 未见 not found'} |")
+    if not rows:
+        return "**核对 Check**：回答里没有数字或引号中的名称 no figure or quoted name in the reply."
+    return "**核对 Check**（回答中的数字和名称，在哪段资料里 figures and names, and the passages holding them）\n\n" \
+           "| 回答中 in the reply | 资料 passage |\n|---|---|\n" + "\n".join(rows)
 
 
 def sources_line(found: list[Found]) -> str:
@@ -19,7 +59,7 @@ def sources_line(found: list[Found]) -> str:
 
 
 def stored(found: list[Found]) -> list[dict]:
-    return [{"label": label(passage), "title": passage.title, "text": passage.text} for passage in found]
+    return [{"label": label(passage), "title": passage.title, "text": passage.whole or passage.text} for passage in found]
 
 
 def elements(passages: list[dict], for_id: str | None = None) -> list[cl.Text]:
