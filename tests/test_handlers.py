@@ -15,6 +15,7 @@ import time
 import pytest
 
 from harness.visitor import ChatClient, until, visit
+from retrieval.grounding import REMINDER
 from tests.conftest import ARTIFACTS, FakeApp
 from tests.fake_engine import ALTERNATIVE, FAIL, THINKING_WORDS
 
@@ -90,9 +91,9 @@ async def test_a_setting_out_of_range_is_refused_and_the_old_value_kept(fake_app
     visitor = await visit(fake_app.url)
     await visitor.socket.emit("chat_settings_change", {"temperature": 9, "top_p": 0.5})
     await until(lambda: visitor.errors())
-    assert "9 is outside 0–2; 0.7 is kept" in visitor.errors()[0]
+    assert "9 is outside 0–2; 0.3 is kept" in visitor.errors()[0]  # the tour guide's own default
     await visitor.ask_and_wait("你好")
-    assert fake_app.reply_stats()[-1].startswith("Reply: temperature 0.7, top_p 0.5,")
+    assert fake_app.reply_stats()[-1].startswith("Reply: temperature 0.3, top_p 0.5,")
     await visitor.socket.disconnect()
 
 
@@ -104,7 +105,7 @@ async def test_the_teaching_view_shows_the_prompt_the_engine_got(fake_app):
     prompts = prompts_shown(visitor)
     assert "<|im_start|>user\n第一个问题<|im_end|>\n<|im_start|>assistant\n[1 messages] w1" in prompts[-1]
     # the newest question after the passages the knowledge base found for it (tests/test_knowledge.py)
-    assert prompts[-1].rstrip("`\n").endswith("【问题】\n第二个问题<|im_end|>\n<|im_start|>assistant")
+    assert prompts[-1].rstrip("`\n").endswith(f"【问题】\n第二个问题\n{REMINDER}<|im_end|>\n<|im_start|>assistant")
     await visitor.socket.disconnect()
 
 
@@ -181,7 +182,7 @@ async def test_compare_streams_two_labelled_replies_at_once_and_the_conversation
               if element["name"] == "ReplyFooter"}
     held = [data for event, data in visitor.events if event == "update_message" and "reply" in data["metadata"]][-1]
     aside = [data for event, data in visitor.events if event == "update_message" and "set_aside" in data["metadata"]][-1]
-    assert labels[held["id"]].startswith("温度 temperature 0.7 · 随机")  # the chat's own sampling
+    assert labels[held["id"]].startswith("温度 temperature 0.3 · 随机")  # the chat's own sampling
     assert "seed 42" in labels[aside["id"]]
     assert any(event == "action" and data["forId"] == aside["id"] for event, data in visitor.events)
     await visitor.press("keep_reply", {"reply": aside["id"]})

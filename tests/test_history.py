@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 import history.store as store_module
 from config.errors import HistoryError
-from history.conversation import REPLY, Conversation
+from history.conversation import APPENDED, REPLY, SOURCES, SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK, Conversation
 from history.records import forget_idle, read_records
 from history.schema import SCHEMA_VERSION, TABLES, open_database
 from history.store import ChatStore
@@ -83,6 +83,21 @@ def test_a_conversation_is_rebuilt_from_questions_and_replies_only():
                                        {"role": "assistant", "content": "第一个回答"},
                                        {"role": "user", "content": "第二个问题"},
                                        {"role": "assistant", "content": "半个回"}]
+
+
+def test_the_lines_under_a_reply_are_not_what_the_model_said():
+    under = SOURCES_MARK + "广州塔 · 简介" + UNSUPPORTED_MARK + "384 米"
+    steps = [step("t", "user_message", "广州塔有多高？", "2026-11-30T10:00:01.000Z"),
+             step("t", "assistant_message", "高 384 米。" + under, "2026-11-30T10:00:02.000Z",
+                  reply={SOURCES: [{"label": "广州塔 · 简介"}], APPENDED: len(under)}),
+             step("t", "user_message", "电梯呢？", "2026-11-30T10:00:03.000Z"),
+             step("t", "assistant_message", "由某公司制造。" + UNCHECKED, "2026-11-30T10:00:04.000Z",
+                  reply={APPENDED: len(UNCHECKED)}),
+             step("t", "user_message", "门票呢？", "2026-11-30T10:00:05.000Z"),  # stored before the check
+             step("t", "assistant_message", "150 元。" + SOURCES_MARK + "广州塔 · 门票", "2026-11-30T10:00:06.000Z",
+                  reply={SOURCES: [{"label": "广州塔 · 门票"}]})]
+    replies = [message["content"] for message in Conversation.from_steps(steps).messages()[1::2]]
+    assert replies == ["高 384 米。", "由某公司制造。", "150 元。"]
 
 
 def test_asking_again_under_an_earlier_id_rewinds_to_it():

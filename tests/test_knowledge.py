@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.visitor import until, visit
-from history.conversation import SOURCES_MARK
+from history.conversation import SOURCES_MARK, UNCHECKED
 from tests.conftest import ARTIFACTS, ROOT, FakeApp
 from tests.fake_engine import QUOTE
 from tests.test_history_socket import cookie_of
@@ -56,8 +56,8 @@ async def test_a_grounded_reply_names_its_sources_which_open_their_passages_and_
     assert resent["forId"] == passage["forId"] and resent["display"] == "side"
     await again.ask_and_wait(f"它几点开门？{QUOTE}")  # the model's history holds the reply without its sources line
     assert "《广州塔》" in again.replies()[-1]  # the follow-up found the tower through the question before it
-    await again.ask_and_wait("再说一次")  # a reply that repeats no passage names none
-    assert SOURCES_MARK not in again.replies()[-1]
+    await again.ask_and_wait("再说一次")  # a reply that repeats no passage names none, and is marked not checked
+    assert SOURCES_MARK not in again.replies()[-1] and again.replies()[-1].endswith(UNCHECKED)
     await again.socket.disconnect()
 
 
@@ -102,6 +102,9 @@ async def test_the_teaching_view_shows_each_passage_its_score_and_its_lines_in_t
     assert float(score) > 0 and number.strip() == "1"
     assert prompt_lines[first - 2].startswith("[1] 《陈家祠") and first <= last  # its header, then the passage
     assert prompt_lines[last] == "" and prompt_lines[last + 1].startswith(("[2] ", "【问题】"))
+    check = next(element for element in visitor.elements() if element["name"] == "核对 Check")  # the reply's check
+    replies = [data["id"] for event, data in visitor.events if event == "stream_start"]
+    assert check["display"] == "inline" and check["forId"] == replies[-1]
     await visitor.socket.disconnect()
 
 
