@@ -17,7 +17,7 @@ from dataclasses import replace
 from config.message import Message
 from retrieval.index import Found
 from retrieval.reading import ALIASES
-from retrieval.terms import terms
+from retrieval.terms import terms, translated
 
 _NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide is about: it tells nothing
 
@@ -47,18 +47,16 @@ def in_english(question: str) -> bool:
 
 
 def focused(found: list[Found], question: str) -> list[Found]:
-    """The passages cut to the sentences that hold a search term of the question (and the lines that a chosen sentence
-    ending in a colon introduces), other than the words of their document's name and other names: a question about
-    a sight names it, and so does every line of its entry. The best passage is kept whole when none of its sentences
-    does, the others are then left out. Passages within `FOCUS_ABOVE` characters, and every passage for a question
-    in English (which shares no word with a Chinese passage), are not cut."""
-    if in_english(question):
-        return found
+    """The passages cut to the sentences that hold a search term of the question or a Chinese word for one of its
+    English words (`terms.translated`), and the lines that a chosen sentence ending in a colon introduces; the words
+    of their document's name and other names do not count (a question about a sight names it, and so does every
+    line of its entry). The best passage is kept whole when none of its sentences holds one, the others are then
+    left out. Passages within `FOCUS_ABOVE` characters are not cut."""
     kept = []
     for rank, passage in enumerate(found):
         aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
         name = re.split(r"[：:（(]", passage.title)[0]  # "实用信息：支付、电话与安全" names 实用信息
-        asked = set(terms(question)) - set(terms(" ".join([name, *aliases]))) - _NAMES
+        asked = {*terms(question), *translated(question)} - set(terms(" ".join([name, *aliases]))) - _NAMES
         chosen, introduced = [], False
         for line in passage.text.split("\n"):
             sentences = [] if line in aliases else _SENTENCE.findall(line)

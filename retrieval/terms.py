@@ -1,7 +1,9 @@
 """Search terms of a text in Chinese, English or both: jieba's words (`rjieba`, search mode, which adds the shorter
 words inside a long one), lower-cased, without punctuation or the commonest function words of either language; an
 English word in its singular ("towers", "tower's" → "tower"); optionally every pair of adjacent Chinese characters.
-`romanized` gives a title's pinyin, so that a visitor who types "Chenjiaci" or "Shamian" finds 陈家祠 and 沙面.
+`romanized` gives a title's pinyin, so that a visitor who types "Chenjiaci" or "Shamian" finds 陈家祠 and 沙面;
+`translated` the Chinese words of a question's English words (`glossary.toml`), so that "How tall…" finds the
+sentence that gives the height.
 
 Words alone are the default: on our question set they put the right document first more often than words with
 pairs (`bench.knowledge` measures both each run, docs/knowledge.md has the figures).
@@ -10,6 +12,8 @@ pairs (`bench.knowledge` measures both each run, docs/knowledge.md has the figur
 from __future__ import annotations
 
 import re
+import tomllib
+from pathlib import Path
 
 import rjieba
 from pypinyin import lazy_pinyin
@@ -17,6 +21,7 @@ from pypinyin import lazy_pinyin
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"\w", re.UNICODE)
 _LATIN = re.compile(r"[a-z]+")
+GLOSSARY: dict[str, list[str]] = tomllib.loads(Path(__file__).with_name("glossary.toml").read_text(encoding="utf-8"))
 STOP = frozenset("的 了 是 在 和 与 及 或 吗 呢 吧 啊 呀 么 我 你 他 她 它 我们 你们 请 请问 一下 什么 怎么 怎样 哪 哪些 哪里 "
                  "哪儿 多少 几 有 有没有 没有 这 那 这个 那个 一个 可以 能 会 要 想 去 吃 也 都 还 就 和 跟 给 被 把 对 "
                  "从 到 为 为什么 如何 "
@@ -32,6 +37,11 @@ def terms(text: str, pairs: bool = False) -> list[str]:
     if pairs:
         words += [run[i:i + 2] for run in _HAN.findall(lowered) for i in range(len(run) - 1)]
     return words
+
+
+def translated(text: str) -> list[str]:
+    """The Chinese words for the English words of a question (`glossary.toml`), each once."""
+    return list(dict.fromkeys(chinese for word in terms(text) for chinese in GLOSSARY.get(word, ())))
 
 
 def romanized(text: str) -> str:

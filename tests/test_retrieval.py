@@ -22,7 +22,7 @@ from retrieval.grounding import REMINDER, REMINDER_EN, drawn_on, focused, ground
 from retrieval.index import Found, KnowledgeIndex
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
-from retrieval.terms import romanized, terms
+from retrieval.terms import romanized, terms, translated
 from tests.conftest import ROOT
 from ui.sources import appended, check_table, stored
 
@@ -182,6 +182,7 @@ def test_english_words_are_matched_as_words():
     assert terms("How tall are the Canton Tower's TOWERS?") == ["tall", "canton", "tower", "tower"]
     assert terms("cities, buses, ferries") == ["city", "bus", "ferry"]
     assert romanized("陈家祠（广东民间工艺博物馆）").startswith("chenjiaci chen jia ci guangdong guang dong")
+    assert translated("How tall is it? Tickets?") == ["高", "高度", "门票", "票价", "免费"]
 
 
 def test_the_model_gets_the_sentences_that_bear_on_the_question_and_the_visitor_the_whole_passage(index):
@@ -191,7 +192,8 @@ def test_the_model_gets_the_sentences_that_bear_on_the_question_and_the_visitor_
     assert stored([best])[0]["text"] == found[0].text
     assert sum(len(passage.text) for passage in cut) < sum(len(passage.text) for passage in found) / 3
     english = "How tall is the Canton Tower?"
-    assert focused(found, english) == found  # an English question shares no word with the passages: kept whole
+    assert focused(found, english)[0].text == best.text  # "tall" is 高 (retrieval/glossary.toml)
+    assert focused(found, "Tell me about the Canton Tower")[0] == found[0]  # nothing to choose by: the best, whole
     assert grounded([{"role": "user", "content": english}], found)[-1]["content"].endswith(f"{english}\n{REMINDER_EN}")
     assert grounded([{"role": "user", "content": "广州塔 how tall?"}], found)[-1]["content"].endswith(REMINDER)
 
