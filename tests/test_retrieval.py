@@ -199,10 +199,18 @@ def test_the_model_gets_the_sentences_that_bear_on_the_question_and_the_visitor_
 
 
 def test_the_knowledge_benchmark_scores_answers_and_builds_its_large_document(tmp_path):
-    from bench.knowledge import honest, load_questions, right, scale
+    from bench.knowledge import honest, load_questions, outside_source, parse, right, scale
 
     questions = load_questions()
-    assert len(questions["guide"]) >= 80 and len(questions["handbook"]) >= 20 and questions["uncovered"]
+    assert len(questions["guide"]) >= 80 and len(questions["handbook"]) >= 20 and len(questions["uncovered"]) >= 20
+    assert len(questions["english"]) >= 40 and len(questions["mixed"]) >= 15
+    page = "It is 384 m tall, built in 2010." + SOURCES_MARK + "广州塔 · 简介、历史" + UNSUPPORTED_MARK + "384 m"
+    reply = parse(page) | {"question": "How tall is the Canton Tower?"}
+    assert reply["answer"] == "It is 384 m tall, built in 2010." and reply["sources"] == ["广州塔"]
+    assert reply["not_in_sources"] == ["384 m"] and outside_source(reply) == ["384 m"]  # 2010 is in the entry
+    assert parse("它由某公司制造。" + UNCHECKED) == {"answer": "它由某公司制造。", "sources": [], "not_in_sources": [],
+                                                 "unchecked": True}
+    assert honest("The guide has no information on this.")
     assert right("总高度 600 米", [["600"]]) and right("在 D栋 地下", [["D 栋"]]) and not right("454 米", [["600"]])
     assert right("虾饺、烧卖", [["虾饺"], ["烧卖"]]) and not right("虾饺", [["虾饺"], ["烧卖"]])
     assert honest("资料里没有这方面的信息。") and not honest("广州塔的电梯由某公司生产。")
