@@ -3,7 +3,7 @@
 The persona's system prompt gets fixed rules (so its prefix stays cached); the passages found go into the newest
 question only, best first, numbered, with their document and section, within a budget of characters. Of a long
 passage the model gets only the sentences that bear on the question (`focused`); the visitor still opens it whole.
-Next to the question, a reminder to answer from the passages (in English, for a question asked in English). The search text is the newest question with the one before
+A question asked in English is answered in English. The search text is the newest question with the one before
 it, so a follow-up ("它几点开门？") still finds what the conversation is about. A reply drew on a passage when it
 repeats something of it that the question did not already say, and says nothing of the documents being silent
 (`drawn_on`).
@@ -27,9 +27,7 @@ RULES = f"""
 
 【参考资料的用法】用户的问题前面可能附有【参考资料】。回答事实（地点、年代、数字、时间、价格、交通）时，只使用参考资料里写明的内容，不要编造资料里没有的名称和数字。如果参考资料没有涉及用户问的内容，请直接说“{NOT_COVERED}”（用英文回答时说“{NOT_COVERED_EN}.”），可以建议用户查询官方渠道。不要在回答里提“参考资料”的编号。"""
 NOTHING_FOUND = "【参考资料】资料库里没有找到与这个问题相关的内容。"
-# After the question, where a small model heeds it: answer from the passages, and only then say they are silent.
-REMINDER = f"（请用参考资料里的内容回答；资料里确实找不到答案时，才说“{NOT_COVERED}”。）"
-REMINDER_EN = f"(Answer in English, from the passages; only if they truly hold no answer, say “{NOT_COVERED_EN}.”)"
+IN_ENGLISH = "（游客用英文提问：请用英文回答。Answer in English.）"  # after a question asked in English
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
@@ -97,9 +95,8 @@ def grounded(history: list[Message], found: list[Found]) -> list[Message]:
         context = "【参考资料】\n" + "\n\n".join(blocks)
     else:
         context = NOTHING_FOUND
-    reminder = (REMINDER_EN if in_english(question["content"]) else REMINDER) if found else ""
-    return [*history[:-1], {"role": question["role"],
-                            "content": f"{context}\n\n【问题】\n{question['content']}\n{reminder}".rstrip()}]
+    language = f"\n{IN_ENGLISH}" if in_english(question["content"]) else ""
+    return [*history[:-1], {"role": question["role"], "content": f"{context}\n\n【问题】\n{question['content']}{language}"}]
 
 
 def says_not_covered(reply: str) -> bool:

@@ -15,7 +15,6 @@ import time
 import pytest
 
 from harness.visitor import ChatClient, until, visit
-from retrieval.grounding import REMINDER
 from tests.conftest import ARTIFACTS, FakeApp
 from tests.fake_engine import ALTERNATIVE, FAIL, THINKING_WORDS
 
@@ -105,7 +104,7 @@ async def test_the_teaching_view_shows_the_prompt_the_engine_got(fake_app):
     prompts = prompts_shown(visitor)
     assert "<|im_start|>user\n第一个问题<|im_end|>\n<|im_start|>assistant\n[1 messages] w1" in prompts[-1]
     # the newest question after the passages the knowledge base found for it (tests/test_knowledge.py)
-    assert prompts[-1].rstrip("`\n").endswith(f"【问题】\n第二个问题\n{REMINDER}<|im_end|>\n<|im_start|>assistant")
+    assert prompts[-1].rstrip("`\n").endswith("【问题】\n第二个问题<|im_end|>\n<|im_start|>assistant")
     await visitor.socket.disconnect()
 
 

@@ -18,7 +18,7 @@ from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
 from retrieval.checking import unsupported
-from retrieval.grounding import REMINDER, REMINDER_EN, drawn_on, focused, grounded, search_text, within
+from retrieval.grounding import IN_ENGLISH, RULES, drawn_on, focused, grounded, search_text, within
 from retrieval.index import Found, KnowledgeIndex
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
@@ -161,12 +161,12 @@ def test_the_prompt_gets_numbered_passages_within_budget_and_sources_are_what_th
     assert len(within(found, 50)[0].text) == 50  # the best passage, cut, when none fits whole
     question = [{"role": "user", "content": "广州塔有多高？"}]
     message = grounded(question, kept)[-1]["content"]
-    assert message.startswith("【参考资料】\n[1] 《广州塔》") and message.endswith(f"【问题】\n广州塔有多高？\n{REMINDER}")
+    assert message.startswith("【参考资料】\n[1] 《广州塔》") and message.endswith("【问题】\n广州塔有多高？")
     assert grounded(question, [])[-1]["content"].endswith("没有找到与这个问题相关的内容。\n\n【问题】\n广州塔有多高？")
     assert drawn_on(kept, "广州塔的高度是 600 米。", "广州塔有多高？") == [kept[0]]
     assert drawn_on(kept, kept[0].text, "广州塔有多高？") == [kept[0]]  # not the others that share its names
     assert drawn_on(kept, "资料里没有这方面的信息。", "广州塔有多高？") == []
-    assert drawn_on(kept, kept[0].text + REMINDER, "广州塔有多高？") == [kept[0]]  # quoting the rule is not saying it
+    assert drawn_on(kept, kept[0].text + RULES, "广州塔有多高？") == [kept[0]]  # quoting the rule is not saying it
     assert drawn_on(kept, "广州塔有多高？我不知道。", "广州塔有多高？") == []  # repeating the question is not drawing
 
 
@@ -194,8 +194,8 @@ def test_the_model_gets_the_sentences_that_bear_on_the_question_and_the_visitor_
     english = "How tall is the Canton Tower?"
     assert focused(found, english)[0].text == best.text  # "tall" is 高 (retrieval/glossary.toml)
     assert focused(found, "Tell me about the Canton Tower")[0] == found[0]  # nothing to choose by: the best, whole
-    assert grounded([{"role": "user", "content": english}], found)[-1]["content"].endswith(f"{english}\n{REMINDER_EN}")
-    assert grounded([{"role": "user", "content": "广州塔 how tall?"}], found)[-1]["content"].endswith(REMINDER)
+    assert grounded([{"role": "user", "content": english}], found)[-1]["content"].endswith(f"{english}\n{IN_ENGLISH}")
+    assert grounded([{"role": "user", "content": "广州塔 how tall?"}], found)[-1]["content"].endswith("how tall?")
 
 
 def test_the_knowledge_benchmark_scores_answers_and_builds_its_large_document(tmp_path):
