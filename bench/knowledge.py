@@ -36,7 +36,7 @@ from pathlib import Path
 from config.settings import PROJECT_ROOT
 from harness.app_process import AppProcess
 from harness.visitor import ChatClient
-from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
+from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK, model_text
 from retrieval.checking import claims, holds, numbers
 from retrieval.index import KnowledgeIndex, documents_in
 from retrieval.passages import MAX_CHARS, passages
@@ -74,7 +74,7 @@ def honest(answer: str) -> bool:
 
 def parse(reply: str) -> dict:
     """A reply's page text split into what the model said and what the app put under it."""
-    answer = re.split("|".join(map(re.escape, (SOURCES_MARK, UNCHECKED))), reply, maxsplit=1)[0]
+    answer = model_text(reply)
     sources_line = reply.partition(SOURCES_MARK)[2].split(UNSUPPORTED_MARK)[0]
     marked = reply.partition(UNSUPPORTED_MARK)[2]
     return {"answer": answer, "sources": [name.split(" · ")[0] for name in sources_line.split("；") if name],

@@ -12,6 +12,7 @@ nothing of Chainlit or the model.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +27,11 @@ UNCHECKED = ("\n\nℹ️ 未经资料核对 Not checked against any source：导
              "nothing in the guide's documents backs this reply")  # ends a reply that drew on no passage
 APPENDED = "appended"  # in a reply's REPLY metadata: how many characters the app put under what the model said
 MAX_TURNS = 400  # questions and replies kept for the model; far more than any context here holds
+
+
+def model_text(text: str) -> str:
+    """A reply's text as the page shows it, without the lines the app put under it (for readers of the page)."""
+    return re.split(f"{re.escape(SOURCES_MARK)}|{re.escape(UNCHECKED)}", text, maxsplit=1)[0]
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ _QUOTED = re.compile(r"《([^》\n]{2,20})》|“([^”\n]{2,12})”")
 
 
 def numbers(text: str) -> set[str]:
-    """Every number written in digits in `text` (each end of a range, each part of a phone number, a time as one,
-    and a time on the hour as its hour too), as a plain string ("2,000" and "2000" alike); zero left out."""
+    """Every number written in digits in `text` (each end of a range, each part of a phone number, a time as one, a
+    time on the hour as its hour: "22:00" is 22 点), as a plain string ("2,000" and "2000" alike); zero left out."""
     found = {_plain(part) for match in _FIGURE.finditer(text) for part in re.split("[-–~]", match.group(1))}
-    return (found | {time.split(":")[0] for time in found if time.endswith(":00")}) - {"0"}
+    return {number.removesuffix(":00") for number in found} - {"0"}
 
 
 def claims(reply: str) -> list[str]:

@@ -22,7 +22,7 @@ from harness.browser import (
     socket_events,
     wait_until,
 )
-from history.conversation import SOURCES_MARK
+from history.conversation import model_text
 from tests.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.e2e
@@ -184,7 +184,8 @@ def test_teaching_view_shows_a_replys_tokens_with_their_probabilities(browser, a
     page.wait_for_selector(TOKENS, timeout=10_000)
     shown = page.locator("[data-token-view]").last.locator("[data-token-id]").evaluate_all(READ_TOKENS)
     reply_text = [step["output"] for _, step in socket_events(page, "update_message")
-                  if step["type"] == "assistant_message" and step["output"]][-1].split(SOURCES_MARK)[0]
+                  if step["type"] == "assistant_message" and step["output"]][-1]
+    reply_text = model_text(reply_text)
     tokenizer = AutoTokenizer.from_pretrained(paced_model_dir)
     assert tokenizer.decode([token for token, _, _ in shown]) == reply_text and len(shown) == 200
     assert all(0 < model <= 1 for _, _, model in shown)

@@ -27,7 +27,7 @@ from harness.browser import (
     socket_events,
     wait_until,
 )
-from history.conversation import SOURCES_MARK
+from history.conversation import model_text
 from modelprep.hardware import fast_int8, resolve_dtype
 from tests.conftest import ARTIFACTS, ROOT, RunningApp, smaps_rollup_pss
 
@@ -212,7 +212,8 @@ def test_sidebar_follows_a_reply_and_matches_measurements(browser, demo_app, dem
     # more pieces than the tokenizer would (a greedy reply can); the prompt rendered again, exactly.
     tokenizer = AutoTokenizer.from_pretrained(demo_model_dir)
     reply_text = [step["output"] for _, step in socket_events(page, "update_message")
-                  if step["type"] == "assistant_message" and step["output"]][-1].split(SOURCES_MARK)[0]
+                  if step["type"] == "assistant_message" and step["output"]][-1]
+    reply_text = model_text(reply_text)
     finished_by_stop = demo_app.reply_stats()[-1].split(", ")[-2] == "stop"
     generated = int(final["generated_tokens"])
     assert generated == int(re.search(r"(\d+) generated", demo_app.reply_stats()[-1]).group(1))

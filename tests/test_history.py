@@ -19,7 +19,16 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 import history.store as store_module
 from config.errors import HistoryError
-from history.conversation import APPENDED, REPLY, SOURCES, SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK, Conversation
+from history.conversation import (
+    APPENDED,
+    REPLY,
+    SOURCES,
+    SOURCES_MARK,
+    UNCHECKED,
+    UNSUPPORTED_MARK,
+    Conversation,
+    model_text,
+)
 from history.records import forget_idle, read_records
 from history.schema import SCHEMA_VERSION, TABLES, open_database
 from history.store import ChatStore
@@ -98,6 +107,7 @@ def test_the_lines_under_a_reply_are_not_what_the_model_said():
                   reply={SOURCES: [{"label": "广州塔 · 门票"}]})]
     replies = [message["content"] for message in Conversation.from_steps(steps).messages()[1::2]]
     assert replies == ["高 384 米。", "由某公司制造。", "150 元。"]
+    assert [model_text(step["output"]) for step in steps[1::2]] == replies  # what a reader of the page gets
 
 
 def test_asking_again_under_an_earlier_id_rewinds_to_it():
