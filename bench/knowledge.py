@@ -17,7 +17,8 @@ and mixed, on the sample handbook in `bench/samples/`, and questions neither cov
   on questions not asked before (a question asked again would find its prompt in vLLM's prefix cache and measure
   the cache): the first token of lone chats, and of `AT_ONCE` chats asked at the same moment, with their tokens per
   second in all.
-Writes docs/benchmark/knowledge.json and knowledge.md (about 40 minutes for both demo models on 2 AVX-512 cores).
+Writes docs/benchmark/knowledge.json and knowledge.md (about 30 minutes for both demo models at the two default
+samplings on 2 AVX-512 cores; 36 with `--temperatures default 0 0.7`).
 """
 
 from __future__ import annotations
