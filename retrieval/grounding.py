@@ -53,7 +53,9 @@ def focused(found: list[Found], question: str) -> list[Found]:
     kept = []
     for rank, passage in enumerate(found):
         aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
-        name = re.split(r"[：:（(]", passage.title)[0]  # "实用信息：支付、电话与安全" names 实用信息
+        # A sight's name ("陈家祠（广东民间工艺博物馆）" is 陈家祠); a title with a colon names a topic, whose words count
+        # ("推荐路线：经典一日游": a question about a route asks for the route).
+        name = "" if re.search("[：:]", passage.title) else re.split(r"[（(]", passage.title)[0]
         asked = {*terms(question), *translated(question)} - set(terms(" ".join([name, *aliases]))) - _NAMES
         chosen, introduced = [], False
         for line in passage.text.split("\n"):

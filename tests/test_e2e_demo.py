@@ -100,7 +100,11 @@ def test_compare_streams_a_greedy_and_a_hot_reply_together(browser, demo_app):
     page.wait_for_selector("[data-compare-label]", timeout=30_000)
     page.wait_for_function("document.querySelectorAll('.step [data-compare-label]').length == 2", timeout=30_000)
     compared = page.locator(".step:has([data-compare-label])")
-    assert compared.nth(0).bounding_box()["y"] == compared.nth(1).bounding_box()["y"]  # side by side
+    # Side by side, once the page has laid out the second (a reply that starts streaming first may be drawn a moment
+    # alone in its row).
+    page.wait_for_function("""() => {
+        const [a, b] = [...document.querySelectorAll('.step:has([data-compare-label])')].map(s => s.getBoundingClientRect());
+        return a && b && a.y === b.y; }""", timeout=10_000)
     page.wait_for_selector("#chat-submit", timeout=180_000)
     starts = [at for at, _ in socket_events(page, "stream_start")]
     ends = [at for at, step in socket_events(page, "update_message") if {"reply", "set_aside"} & set(step["metadata"])]
