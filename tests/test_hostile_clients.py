@@ -153,7 +153,7 @@ async def test_crafted_settings_get_a_message_and_the_next_reply_works(site):
     await until(lambda: any("is outside 0–2" in text for text in visitor.errors()))
     assert any("'false' is not on or off" in text for text in visitor.errors())
     assert (await visitor.ask_and_wait("设置之后的问题")).startswith("[1 messages]")
-    assert site.reply_stats()[-1].startswith("Reply: temperature 0.7,")  # the refused values never reached it
+    assert site.reply_stats()[-1].startswith("Reply: temperature 0.3,")  # the guide's default: the refused never reached it
     await visitor.socket.disconnect()
 
 
