@@ -44,7 +44,7 @@ async def test_a_grounded_reply_names_its_sources_which_open_their_passages_and_
     await visitor.ask_and_wait(f"广州塔的高度是多少？{QUOTE}")
     reply = visitor.replies()[-1]
     assert "【参考资料】\n[1] 《广州塔》" in reply and SOURCES_MARK + "广州塔 · 简介、历史" in reply
-    passage = next(element for element in visitor.elements() if element["type"] == "text")
+    passage = next(element for element in visitor.elements() if element["name"] == "广州塔 · 简介、历史")
     assert passage["name"] == "广州塔 · 简介、历史" and passage["display"] == "side"
     assert "天线桅杆" in reply and "昵称“小蛮腰”" not in reply  # the model gets the sentences that bear on the question
     thread = next(data["threadId"] for event, data in visitor.events if event == "new_message" and data.get("threadId"))
