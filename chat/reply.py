@@ -51,10 +51,10 @@ async def answer(app: ChatApp, message: cl.Message) -> None:
     system_prompt, found = persona.system_prompt, None  # None: no knowledge base for this reply
     if options.knowledge and app.knowledge.in_use(persona.name):
         system_prompt += RULES  # the same for every reply: the system prompt's prefix stays cached
-        # A third of the context for passages, in characters (Qwen's tokenizers take a Chinese character in one token
-        # or less); where that does not fit, `start_reply` falls back to fewer.
+        # A third of the context for passages, in the model's own tokens; where that does not fit, `start_reply`
+        # falls back to fewer.
         found = await asyncio.to_thread(app.knowledge.search, persona.name, conversation.messages(),
-                                        app.settings.max_model_len // 3)
+                                        app.settings.max_model_len // 3, lambda text: len(engine.tokens(text)))
     events, prompt, found = await start_reply(engine, system_prompt, conversation.messages(), sampling, found)
     async with aclosing(events):
         if isinstance(prompt, Refused):

@@ -2,6 +2,8 @@
 every few seconds), report what each holds, and with a question show the passages a reply would get, with scores.
 
 Uses the same settings as the app (`.env`, `CHAT_*`), so it indexes into the same file; safe while the app runs.
+The passages' budget is counted here in characters, not in the model's tokens (no tokenizer is loaded), so the app
+may give the model a little more.
 """
 
 from __future__ import annotations

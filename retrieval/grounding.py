@@ -1,7 +1,7 @@
 """What the model is given from the knowledge base, and which passages a reply drew on.
 
 The persona's system prompt gets fixed rules (so its prefix stays cached); the passages found go into the newest
-question only, best first, numbered, with their document and section, within a budget of characters. Of a long
+question only, best first, numbered, with their document and section, within a budget of the model's tokens. Of a long
 passage the model gets only the sentences that bear on the question (`focused`); the visitor still opens it whole.
 A question asked in English is answered in English. The search text is the newest question with the one before
 it, so a follow-up ("它几点开门？") still finds what the conversation is about. A reply drew on a passage when it
@@ -12,6 +12,7 @@ repeats something of it that the question did not already say, and says nothing 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 
 from config.message import Message
@@ -71,16 +72,20 @@ def focused(found: list[Found], question: str) -> list[Found]:
     return kept
 
 
-def within(found: list[Found], budget_chars: int) -> list[Found]:
-    """The best passages whose texts together fit `budget_chars` (the best one always, cut to fit)."""
+def within(found: list[Found], budget: int, length: Callable[[str], int] = len) -> list[Found]:
+    """The best passages whose texts together fit `budget`, as measured by `length` (the model's tokens in the app;
+    characters by default): the best one always, cut to fit."""
     kept, used = [], 0
     for passage in found:
-        if used + len(passage.text) > budget_chars:
+        size = length(passage.text)
+        if used + size > budget:
             break
         kept.append(passage)
-        used += len(passage.text)
+        used += size
     if found and not kept:
-        kept = [replace(found[0], text=found[0].text[:budget_chars], whole=found[0].whole or found[0].text)]
+        best = found[0]
+        kept = [replace(best, text=best.text[:len(best.text) * budget // length(best.text)],
+                        whole=best.whole or best.text)]
     return kept
 
 

@@ -12,6 +12,7 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,9 +85,10 @@ class KnowledgeBase:
             self._logged = time.monotonic()
             log.info("Knowledge: indexing %s: %d of %d files", folder, done, total)
 
-    def search(self, persona: str, history: list[Message], budget_chars: int) -> list[Found]:
+    def search(self, persona: str, history: list[Message], budget: int,
+               length: Callable[[str], int] = len) -> list[Found]:
         """The passages to put before the newest question of `history`, best first, each cut to the sentences that
-        bear on it, within `budget_chars`."""
+        bear on it, within `budget` as `length` measures it (`grounding.within`)."""
         found = self.index.search(search_text(history), self.folders(persona), TOP_K)
         found = [passage for passage in found if passage.score >= RELATIVE_FLOOR * found[0].score]
-        return within(focused(found, history[-1]["content"]), budget_chars)
+        return within(focused(found, history[-1]["content"]), budget, length)

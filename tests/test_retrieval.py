@@ -159,6 +159,12 @@ def test_the_prompt_gets_numbered_passages_within_budget_and_sources_are_what_th
     kept = within(found, 600)
     assert sum(len(passage.text) for passage in kept) <= 600 and kept[0] == found[0]
     assert len(within(found, 50)[0].text) == 50  # the best passage, cut, when none fits whole
+
+    def three_tokens_a_character(text):  # as the tiny test model's tokenizer writes Chinese
+        return 3 * len(text)
+
+    assert sum(len(passage.text) for passage in within(found, 600, three_tokens_a_character)) <= 200
+    assert len(within(found, 150, three_tokens_a_character)[0].text) == 50
     question = [{"role": "user", "content": "广州塔有多高？"}]
     message = grounded(question, kept)[-1]["content"]
     assert message.startswith("【参考资料】\n[1] 《广州塔》") and message.endswith("【问题】\n广州塔有多高？")
