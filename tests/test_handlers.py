@@ -113,8 +113,11 @@ async def test_the_tokenize_command_splits_the_text_and_adds_nothing_to_the_conv
     assert [[command["id"] for command in data] for event, data in visitor.events if event == "set_commands"] == [
         ["tokenize"]]
     replies_before = fake_app.log().count("Reply:")
+    tasks_ended = [event for event, _ in visitor.events].count("task_end")
     await visitor.ask("广州塔 tower", command="tokenize")
     await until(lambda: any(element["name"] == "TokenView" for element in visitor.elements()))
+    # The page takes the next question once the command's task is over, as a visitor's composer does.
+    await until(lambda: [event for event, _ in visitor.events].count("task_end") > tasks_ended)
     view = next(element for element in visitor.elements() if element["name"] == "TokenView")
     assert [token["text"] for token in view["props"]["tokens"]] == list("广州塔 tower")  # the fake's tokenizer
     assert [token["id"] for token in view["props"]["tokens"]] == [ord(character) for character in "广州塔 tower"]
