@@ -18,7 +18,7 @@ from dataclasses import replace
 from config.message import Message
 from retrieval.index import Found
 from retrieval.reading import ALIASES
-from retrieval.terms import terms, translated
+from retrieval.terms import ENGLISH_STOP, HAN, terms, translated
 
 _NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide is about: it tells nothing
 
@@ -28,7 +28,8 @@ RULES = f"""
 
 【参考资料的用法】用户的问题前面可能附有【参考资料】。回答事实（地点、年代、数字、时间、价格、交通）时，只使用参考资料里写明的内容，不要编造资料里没有的名称和数字。如果参考资料没有涉及用户问的内容，请直接说“{NOT_COVERED}”（用英文回答时说“{NOT_COVERED_EN}.”），可以建议用户查询官方渠道。不要在回答里提“参考资料”的编号。"""
 NOTHING_FOUND = "【参考资料】资料库里没有找到与这个问题相关的内容。"
-IN_ENGLISH = "（游客用英文提问：请用英文回答。Answer in English.）"  # after a question asked in English
+IN_ENGLISH = ("（游客用英文提问：请用英文回答，地名、人名等名称后面用括号附上资料里的中文写法。Answer in English; after each name, "
+              "give it in brackets as the passages write it in Chinese.）")  # after a question asked in English
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
@@ -40,9 +41,11 @@ def search_text(history: list[Message]) -> str:
 
 
 def in_english(question: str) -> bool:
-    """Whether a question is asked in English: over three Latin letters to each Chinese character ("广州塔 how tall?"
-    is asked in Chinese, with English words)."""
-    return len(re.findall(r"[A-Za-z]", question)) > 3 * len(re.findall(r"[\u3400-\u9fff]", question))
+    """Whether a question is asked in English: in Latin letters alone, or with English function words ("how", "is",
+    "which"…) around Chinese names ("How tall is 广州塔?"). English names in a Chinese sentence ("Chen Clan Academy
+    在哪个区？") leave it a Chinese question: the words that ask carry the language, not the names."""
+    words = re.findall(r"[a-z]+", question.lower())
+    return bool(words) and (not HAN.search(question) or any(word in ENGLISH_STOP for word in words))
 
 
 def focused(found: list[Found], question: str) -> list[Found]:

@@ -18,16 +18,17 @@ from pathlib import Path
 import rjieba
 from pypinyin import lazy_pinyin
 
-_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"\w", re.UNICODE)
 _LATIN = re.compile(r"[a-z]+")
 GLOSSARY: dict[str, list[str]] = tomllib.loads(Path(__file__).with_name("glossary.toml").read_text(encoding="utf-8"))
-STOP = frozenset("的 了 是 在 和 与 及 或 吗 呢 吧 啊 呀 么 我 你 他 她 它 我们 你们 请 请问 一下 什么 怎么 怎样 哪 哪些 哪里 "
-                 "哪儿 多少 几 有 有没有 没有 这 那 这个 那个 一个 可以 能 会 要 想 去 吃 也 都 还 就 和 跟 给 被 把 对 "
-                 "从 到 为 为什么 如何 "
-                 "a an the is are was were be been do does did of in on at to for from by with about and or but not "
-                 "what which who whom whose when where why how much many there it its this that these those i me my "
-                 "we our you your he she they them can could should would will shall may might must s t".split())
+ENGLISH_STOP = frozenset("a an the is are was were be been do does did of in on at to for from by with about and or but "
+                         "not what which who whom whose when where why how much many there it its this that these those "
+                         "i me my we our you your he she they them can could should would will shall may might must s "
+                         "t".split())
+STOP = ENGLISH_STOP | frozenset("的 了 是 在 和 与 及 或 吗 呢 吧 啊 呀 么 我 你 他 她 它 我们 你们 请 请问 一下 什么 怎么 怎样 哪 "
+                                "哪些 哪里 哪儿 多少 几 有 有没有 没有 这 那 这个 那个 一个 可以 能 会 要 想 去 吃 也 都 还 就 "
+                                "和 跟 给 被 把 对 从 到 为 为什么 如何".split())
 
 
 def terms(text: str, pairs: bool = False) -> list[str]:
@@ -35,7 +36,7 @@ def terms(text: str, pairs: bool = False) -> list[str]:
     words = [_singular(word) for word in rjieba.cut_for_search(lowered) if _WORD.search(word)]
     words = [word for word in words if word not in STOP]
     if pairs:
-        words += [run[i:i + 2] for run in _HAN.findall(lowered) for i in range(len(run) - 1)]
+        words += [run[i:i + 2] for run in HAN.findall(lowered) for i in range(len(run) - 1)]
     return words
 
 
@@ -46,7 +47,7 @@ def translated(text: str) -> list[str]:
 
 def romanized(text: str) -> str:
     """The pinyin of the Chinese words in `text`, each word both joined and as syllables ("chenjiaci chen jia ci")."""
-    words = [word for run in _HAN.findall(text) for word in rjieba.cut(run)]
+    words = [word for run in HAN.findall(text) for word in rjieba.cut(run)]
     return " ".join(f"{''.join(syllables)} {' '.join(syllables)}" if len(syllables) > 1 else syllables[0]
                     for syllables in map(lazy_pinyin, words))
 

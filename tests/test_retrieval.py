@@ -201,7 +201,9 @@ def test_the_model_gets_the_sentences_that_bear_on_the_question_and_the_visitor_
     assert focused(found, english)[0].text == best.text  # "tall" is 高 (retrieval/glossary.toml)
     assert focused(found, "Tell me about the Canton Tower")[0] == found[0]  # nothing to choose by: the best, whole
     assert grounded([{"role": "user", "content": english}], found)[-1]["content"].endswith(f"{english}\n{IN_ENGLISH}")
-    assert grounded([{"role": "user", "content": "广州塔 how tall?"}], found)[-1]["content"].endswith("how tall?")
+    for question, english in [("How tall is 广州塔?", True), ("Canton Tower height", True),
+                              ("Chen Clan Academy 在哪个区？", False), ("广州塔有多高？", False)]:  # the words that ask
+        assert grounded([{"role": "user", "content": question}], found)[-1]["content"].endswith(IN_ENGLISH) == english
 
 
 def test_the_knowledge_benchmark_scores_answers_and_builds_its_large_document(tmp_path):
