@@ -23,7 +23,7 @@ from retrieval.index import Found, KnowledgeIndex
 log = logging.getLogger(__name__)
 
 RESCAN_SECONDS = 10.0
-TOP_K = 3
+TOP_K = 2
 PROGRESS_SECONDS = 5.0
 RELATIVE_FLOOR = 0.4  # passages scoring below this share of the best one are left out
 
