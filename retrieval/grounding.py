@@ -79,16 +79,15 @@ def within(found: list[Found], budget: int, length: Callable[[str], int] = len) 
     """The best passages whose texts together fit `budget`, as measured by `length` (the model's tokens in the app;
     characters by default): the best one always, cut to fit."""
     kept, used = [], 0
-    for passage in found:
-        size = length(passage.text)
+    sizes = [length(passage.text) for passage in found]
+    for passage, size in zip(found, sizes):
         if used + size > budget:
             break
         kept.append(passage)
         used += size
     if found and not kept:
         best = found[0]
-        kept = [replace(best, text=best.text[:len(best.text) * budget // length(best.text)],
-                        whole=best.whole or best.text)]
+        kept = [replace(best, text=best.text[:len(best.text) * budget // sizes[0]], whole=best.whole or best.text)]
     return kept
 
 
