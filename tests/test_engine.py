@@ -148,8 +148,11 @@ async def test_event_loop_stays_responsive_while_replies_stream(engine):
     reply_time = time.perf_counter() - started
     ticker.cancel()
     # Relative to the replies' time, which a fast machine makes short: a loop that waits on generation stalls
-    # for most of it; a free one ticks every 10 ms, give or take a scheduler's hiccup.
-    assert len(gaps) >= 20 and max(gaps) < min(0.5, reply_time / 4), (reply_time, len(gaps), max(gaps))
+    # for most of it; a free one ticks every 10 ms. A shared machine can stall every process for most of a second
+    # (seen once in CI: 0.9 s of a 2.5 s run, never here in 12 runs of 2 s), so the bound is the loop's free time
+    # and a stall shorter than half the replies, not the longest gap alone.
+    free = sum(gap for gap in gaps if gap < 0.05)
+    assert free > reply_time / 2 and max(gaps) < reply_time / 2, (reply_time, free, max(gaps))
 
 
 async def _eventually(condition, timeout=5.0) -> bool:
