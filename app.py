@@ -14,7 +14,7 @@ import chainlit as cl
 from chat import aside, reply, session
 from chat.parts import built_or_exit, serve_app
 from history.store import ChatStore
-from ui import tokenize_command
+from ui import dashboard, tokenize_command
 from ui.notices import LOGIN_ENDED, send_error
 from ui.token_view import FORCE_TOKEN, WEIGH_PROMPT
 
@@ -91,6 +91,11 @@ async def weigh_prompt(action: cl.Action) -> None:
 @cl.action_callback(FORCE_TOKEN)
 async def force_token(action: cl.Action) -> None:
     await aside.branch_from_token(APP, action)
+
+
+@cl.action_callback(dashboard.SHOW)
+async def show_stats(action: cl.Action) -> None:
+    await session.open_dashboard(APP)
 
 
 @cl.action_callback(aside.KEEP_REPLY)

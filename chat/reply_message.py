@@ -10,10 +10,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import chainlit as cl
 
 from chat.parts import ChatApp
-from chat.session import ChatSession
+from chat.session import ChatSession, leave_closed
 from engine.api import ChatEngine, RenderedPrompt, ReplyEvent, ReplyStats, Sampling, TokenProbability
 from history.conversation import SET_ASIDE
 from ui.dashboard import footer, footer_figures
+from ui.read_aloud import speech
 from ui.streaming import Streamed, stream_into
 from ui.teaching import reply_token_view
 
@@ -41,7 +42,7 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
         log_reply(session, sampling, streamed, len(session.conversation.turns) - prompt.dropped_messages, kind)
         if message.content:
             branch_from, before = branch or (None, [])
-            figures.props = footer(streamed.stats, label).props
+            figures.props = footer(streamed.stats, label, speech(message.content)).props
             message.elements = [figures, *reply_token_view(session.branchable, message, prompt, sampling,
                                                            [*before, *streamed.probabilities], branch_from)]
             message.metadata[mark] = footer_figures(streamed.stats)  # stored with it: elements are not
@@ -49,6 +50,7 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
                 message.metadata[mark]["branch_from"] = branch_from
             await finish(message)
             await message.update()
+            await leave_closed(session)
 
 
 def log_reply(session: ChatSession, sampling: Sampling, streamed: Streamed, messages: int, kind: str) -> None:

@@ -5,7 +5,7 @@ reply: a chat opened or resumed, its settings changed, its sidebar shown, a kept
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import chainlit as cl
 
@@ -32,6 +32,15 @@ class ChatSession:
     branchable: Recent[Branchable] = field(default_factory=Recent)  # replies' token views
     prompt_views: Recent[tuple[cl.CustomElement, RenderedPrompt]] = field(default_factory=Recent)
     told_unsaved: bool = False  # the visitor was told the database did not take the conversation
+    phone: bool = False  # a phone's browser, where nothing may cover the chat until the visitor opens it
+
+    @classmethod
+    def on_screen(cls, conversation: Conversation, options: ChatOptions) -> ChatSession:
+        """A chat on this visitor's screen: on a phone the live statistics start closed (they would cover the chat as
+        a sheet), one tap away under each reply. A phone's browser says "Mobi" in its user agent (iPhones, Android
+        phones; not tablets), as MDN advises to tell them."""
+        phone = "Mobi" in cl.context.session.environ.get("HTTP_USER_AGENT", "")
+        return cls(conversation, replace(options, live_stats=False) if phone else options, phone=phone)
 
     def keep(self, wanted: object) -> tuple[cl.Message, cl.Message] | None:
         """Make the reply `wanted` the one the conversation holds for the latest question, in place of the one it
@@ -56,7 +65,7 @@ def current_session() -> ChatSession | None:
 
 async def open_chat(app: ChatApp) -> None:
     persona = app.persona(cl.user_session.get("chat_profile"))
-    await _open(app, ChatSession(Conversation(), chat_options.initial_options(app.settings, persona)))
+    await _open(app, ChatSession.on_screen(Conversation(), chat_options.initial_options(app.settings, persona)))
 
 
 async def resume_chat(app: ChatApp, thread: dict) -> None:
@@ -67,8 +76,14 @@ async def resume_chat(app: ChatApp, thread: dict) -> None:
     options, _ = chat_options.checked(app.settings, chat_options.initial_options(app.settings, persona), stored)
     # Chainlit sends the stored thread to the page after this handler, and the page then starts afresh:
     # the sidebar follows in a task of its own, after that.
-    await _open(app, ChatSession(Conversation.from_steps(thread["steps"]), options), sidebar_later=True)
-    asyncio.create_task(sources.show_again(thread["steps"]))
+    session = ChatSession.on_screen(Conversation.from_steps(thread["steps"]), options)
+    await _open(app, session, sidebar_later=True)
+    asyncio.create_task(_sources_again(session, thread["steps"]))
+
+
+async def _sources_again(session: ChatSession, steps: list[dict]) -> None:
+    await sources.show_again(steps)
+    await leave_closed(session)
 
 
 async def _open(app: ChatApp, session: ChatSession, sidebar_later: bool = False) -> None:
@@ -121,6 +136,21 @@ async def show_dashboard(app: ChatApp) -> None:
         return
     session.dashboard = session.dashboard or Dashboard(app.floor, app.memory, app.settings.sidebar_update_seconds)
     await session.dashboard.refresh(await app.engine.wait())
+
+
+async def leave_closed(session: ChatSession) -> None:
+    """On a phone, close what Chainlit's page opened by itself as a sheet over the chat: it opens the side panel on
+    every new side element (a reply's sources). A tap on a source's name opens it again."""
+    if session.phone:
+        await cl.ElementSidebar.set_elements([])
+
+
+async def open_dashboard(app: ChatApp) -> None:
+    """The statistics as they are now, opened by a tap (the footer's button) whether or not they follow the replies."""
+    session = current_session()
+    if session is not None:
+        dashboard = session.dashboard or Dashboard(app.floor, app.memory, app.settings.sidebar_update_seconds)
+        await dashboard.refresh(await app.engine.wait())
 
 
 async def refresh_dashboard(session: ChatSession, engine: ChatEngine) -> None:

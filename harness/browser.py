@@ -10,6 +10,25 @@ REPLY = '[data-step-type="assistant_message"] .message-content'
 CHROMIUM = "/usr/bin/chromium"  # Debian's, installed by the set-up
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
+# A phone as visitors hold it: an iPhone's screen and browser, touch.
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
+         "user_agent": "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+                       "Version/17.5 Mobile/15E148 Safari/604.1"}
+# The browser's speech synthesis, observed: what the page hands `speechSynthesis.speak` is kept in `window.spoken`
+# before the browser speaks it. The voices the browser offers are `VOICES` (headless Chromium here has none).
+HEAR_SPEECH = """
+window.spoken = [];
+speechSynthesis.getVoices = () => VOICES.map(lang => ({lang, name: lang, default: false, localService: true}));
+const speak = speechSynthesis.speak.bind(speechSynthesis);
+speechSynthesis.speak = utterance => { window.spoken.push({text: utterance.text, lang: utterance.lang}); speak(utterance); };
+"""
+
+
+def hear_speech(voices: tuple[str, ...] = ("zh-CN", "en-US")) -> str:
+    """An init script recording what the page hands the browser's speech synthesis, with voices of `voices`."""
+    return f"const VOICES = {json.dumps(list(voices))};" + HEAR_SPEECH
+
+
 # The sidebar's figures (`data-stat`), read once, and recorded at every change of the page.
 READ_STATS = "Object.fromEntries([...document.querySelectorAll('[data-stat]')].map(e => [e.dataset.stat, e.innerText]))"
 RECORD_STATS = f"""
@@ -25,11 +44,12 @@ def launch_chromium(playwright):
 
 
 def open_chat(browser, app, init_script: str | None = None, locale: str = "zh-CN", before_load=None,
-              login: tuple[str, str] | None = None):
+              login: tuple[str, str] | None = None, **screen):
     """A new page with the chat loaded and its socket connected (a message sent before is lost).
     `before_load(page)` runs before the page is requested (to route or record its requests); `login` is a
-    (name, password) to log in with (each page has cookies of its own)."""
-    page = browser.new_page(locale=locale)
+    (name, password) to log in with (each page has cookies of its own); `screen`: Playwright's page options
+    (`**PHONE` for a phone)."""
+    page = browser.new_page(locale=locale, **screen)
     if init_script:
         page.add_init_script(init_script)
     if before_load:

@@ -20,6 +20,7 @@ from harness.browser import (
     RECORD_STATS,
     REPLY,
     ask_and_wait,
+    hear_speech,
     open_chat,
     send,
     set_option,
@@ -263,3 +264,25 @@ def test_sidebar_costs_no_decode_speed(browser, demo_app):
     # The best of each: a shared machine only ever slows a reply (CI once saw 17.6 beside 27.4 with the sidebar on,
     # 35.8 and 30.1 off, failing a comparison of means), while a costly sidebar slows every reply it is on for.
     assert best["on"] >= 0.8 * best["off"], speeds  # generous: this only separates cheap from broken
+
+
+def test_read_aloud_speaks_each_reply_in_its_language_without_the_sources_line(browser, demo_app):
+    """Observed in the page: what the 朗读 button hands the browser's speech synthesis, for a Chinese and an English
+    question about the guide: the reply's words, without the sources line or the marks under them."""
+    page = open_chat(browser, demo_app, hear_speech())
+    for number, (question, lang) in enumerate((("陈家祠在哪个区？", "zh-CN"), ("How tall is the Canton Tower?", "en-US"))):
+        send(page, question)
+        page.wait_for_selector(f"{REPLY} >> nth={number}", timeout=30_000)
+        page.wait_for_selector("#chat-submit", timeout=120_000)
+        page.wait_for_selector(f"[data-read-aloud] >> nth={number}", timeout=10_000)
+        reply = page.locator(REPLY).nth(number).inner_text()
+        page.locator("[data-read-aloud]").nth(number).click()
+        assert wait_until(lambda count=number + 1: page.evaluate("window.spoken.length") == count)
+        spoken = page.evaluate("window.spoken")[number]
+        assert spoken["lang"] == lang, (spoken, reply)
+        marks = re.search(r"\n(📚|ℹ️)", reply)  # the sources line, or the mark of a reply no source backs
+        # Words compared, not marks or numbers (a numbered list's are read, though the page draws them apart).
+        said, shown = (re.sub(r"[^A-Za-z\u4e00-\u9fff]", "", text) for text in (spoken["text"], reply[:marks.start()]))
+        assert said and said == shown and "source" not in spoken["text"].lower(), (spoken, reply)
+    assert "📚 来源 Sources" in page.locator(REPLY).first.inner_text()  # the Chinese reply's, not read
+    page.close()

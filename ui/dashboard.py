@@ -54,12 +54,16 @@ def footer_figures(reply: ReplyStats) -> dict:
             "ttft_s": _round(reply.time_to_first_token, 2)}
 
 
-def footer(reply: ReplyStats, label: str | None = None) -> cl.CustomElement:
-    """The line under a reply; `label`: the sampling it was drawn with, where replies are compared."""
-    return cl.CustomElement(name="ReplyFooter", display="inline", props={**footer_figures(reply), "label": label})
+def footer(reply: ReplyStats, label: str | None = None, speech: dict | None = None) -> cl.CustomElement:
+    """The line under a reply, with its buttons: the live statistics (`SHOW`), and Read aloud where `speech` (the
+    text and its language, `ui.read_aloud`) is given; `label`: the sampling it was drawn with, where replies are
+    compared."""
+    return cl.CustomElement(name="ReplyFooter", display="inline",
+                            props={**footer_figures(reply), "label": label, "speech": speech, "show": SHOW})
 
 
 TITLE = "运行状态 Live stats"
+SHOW = "show_stats"  # the footer's button that opens the sidebar (an action callback)
 
 
 class Dashboard:
