@@ -36,6 +36,7 @@ from web.auth import Logins
 from web.body_limit import limit_bodies
 from web.gate import gate_logins, restrict_origins
 from web.health import add_health_routes
+from web.join import add_join_page, announce
 from web.ownership import add_owner_checks
 from web.private_files import make_private
 from web.socket_guard import guard_socket
@@ -111,7 +112,8 @@ def built_or_exit() -> ChatApp:
 
 def serve_app(app: ChatApp) -> None:
     """Wire the parts into Chainlit's web server: private files, the page offline and Chinese first, the origins and
-    body limits, health and metrics, owner checks, the socket's checks, and the login gate."""
+    body limits, health and metrics, the join page (and the addresses printed), owner checks, the socket's checks,
+    and the login gate."""
     settings = app.settings
     make_private(settings.state_dir, [path for path in (settings.users_file, settings.database, Path(".env")) if path])
     serve_page_offline()
@@ -119,6 +121,8 @@ def serve_app(app: ChatApp) -> None:
     restrict_origins(settings.allowed_origins)
     limit_bodies()
     add_health_routes(app.engine, settings.metrics_token, app.logins)
+    add_join_page(app.logins is not None)
+    announce(app.logins is not None)
     add_owner_checks(app.store, app.logins)
     # The longest question taken: text people write packs fewer than 8 characters into a token, so a longer one
     # could not fit the model's context anyway.

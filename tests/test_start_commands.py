@@ -8,16 +8,24 @@ not notice: it puts the folder on the path)."""
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+import psutil
 import pytest
+import zxingcpp
+from PIL import Image
 
 from harness.app_process import free_port
 from harness.browser import ask_and_wait, open_chat
@@ -69,13 +77,37 @@ def test_chainlit_run_app_py_with_only_the_venv_on_the_path_answers_in_a_page(br
         app.stop()
 
 
-def test_run_sh_answers_a_chat(tiny_model_dir):
+def printed_code(log: str) -> str:
+    """What the QR code the app printed to its terminal decodes to: its half-block characters drawn back into
+    pixels (light where the character is filled: the code is printed for a dark terminal) and read by ZXing."""
+    lines = log.split("==> Scan to join", 1)[1].splitlines()[1:]
+    rows = [line for line in itertools.takewhile(lambda line: line and set(line) <= set("█▀▄ "), lines)]
+    halves = {"█": (255, 255), "▀": (255, 0), "▄": (0, 255), " ": (0, 0)}
+    pixels = [[halves[character][half] for character in row.ljust(len(rows[0]))] for row in rows for half in (0, 1)]
+    image = Image.new("L", (len(pixels[0]), len(pixels)))
+    image.putdata([value for row in pixels for value in row])
+    [found] = zxingcpp.read_barcodes(image.resize((image.width * 8, image.height * 8), Image.NEAREST))
+    return found.text
+
+
+def test_run_sh_on_the_lan_prints_its_address_and_a_qr_code_serves_the_join_page_and_answers_a_chat(tiny_model_dir):
     port = free_port()
     environment = {name: value for name, value in os.environ.items() if not name.startswith("CHAT_")}
     app = start(["./run.sh", "--headless"], "app-run-sh.log", port, **environment, CHAT_MODEL=str(tiny_model_dir),
-                CHAT_PORT=str(port), CHAT_KV_CACHE_GIB="1", CHAT_MAX_NEW_TOKENS="16")
+                CHAT_HOST="0.0.0.0", CHAT_PORT=str(port), CHAT_KV_CACHE_GIB="1", CHAT_MAX_NEW_TOKENS="16")
     try:
         app.wait_until_ready()
+        log = app.log_path.read_text()
+        lan = [f"http://{entry.address}:{port}" for entries in psutil.net_if_addrs().values() for entry in entries
+               if entry.family == socket.AF_INET and not entry.address.startswith("127.")]
+        printed = re.search(r"==> Visitors join at: (.*)", log).group(1).split()
+        assert printed and set(printed) <= set(lan), (printed, lan)
+        assert printed_code(log) == printed[0]
+        # The projection page, reached at that address from the network side, shows the same code and address.
+        page = httpx.get(f"{printed[0]}/join", timeout=30)
+        assert page.status_code == 200 and f"data-join-address>{printed[0]}<" in page.text
+        projected = httpx.get(f"{printed[0]}/join/qr.png", timeout=30)
+        assert [found.text for found in zxingcpp.read_barcodes(Image.open(io.BytesIO(projected.content)))] == [printed[0]]
         # A visitor in a process of its own: this module's browser keeps an event loop running in this one.
         visitor = subprocess.run([sys.executable, "-m", "harness.visitor", app.url, "你好"], cwd=ROOT,
                                  capture_output=True, text=True, timeout=120)
