@@ -40,6 +40,7 @@ from web.join import add_join_page, announce
 from web.ownership import add_owner_checks
 from web.private_files import make_private
 from web.socket_guard import guard_socket
+from web.widget import remember_origins
 
 log = logging.getLogger("app")
 
@@ -60,12 +61,21 @@ class ChatApp:
     def persona(self, name: str | None) -> Persona:
         return self.personas.get(name or "", next(iter(self.personas.values())))
 
-    def profiles(self) -> list[cl.ChatProfile]:
+    def widget_persona(self, origin: str) -> str | None:
+        """The persona whose file names `origin` (a host site's) in `widget_origins`, if one does."""
+        return next((persona.name for persona in self.personas.values() if origin in persona.widget_origins), None)
+
+    def profiles(self, site: str = "") -> list[cl.ChatProfile]:
+        """The personas as Chainlit's chat profiles; to the widget on a host `site` with a persona of its own, that one
+        alone."""
+        personas = list(self.personas.values())
+        if own := self.widget_persona(site):
+            personas = [self.personas[own]]
         return [cl.ChatProfile(name=persona.name, display_name=persona.display_name,
                                markdown_description=persona.description, icon=f"/public/avatars/{persona.name}.svg",
                                default=index == 0, starters=[cl.Starter(label=starter.label, message=starter.message)
                                                              for starter in persona.starters])
-                for index, persona in enumerate(self.personas.values())]
+                for index, persona in enumerate(personas)]
 
     def start(self) -> None:
         """With the web server: load the engine and index the documents in the background, forget idle
@@ -112,8 +122,8 @@ def built_or_exit() -> ChatApp:
 
 def serve_app(app: ChatApp) -> None:
     """Wire the parts into Chainlit's web server: private files, the page offline and Chinese first, the origins and
-    body limits, health and metrics, the join page (and the addresses printed), owner checks, the socket's checks,
-    and the login gate."""
+    body limits, health and metrics, the join page (and the addresses printed), the widget's host sites, owner checks,
+    the socket's checks, and the login gate."""
     settings = app.settings
     make_private(settings.state_dir, [path for path in (settings.users_file, settings.database, Path(".env")) if path])
     serve_page_offline()
@@ -122,6 +132,7 @@ def serve_app(app: ChatApp) -> None:
     limit_bodies()
     add_health_routes(app.engine, settings.metrics_token, app.logins)
     add_join_page(app.logins is not None)
+    remember_origins()
     announce(app.logins is not None)
     add_owner_checks(app.store, app.logins)
     # The longest question taken: text people write packs fewer than 8 characters into a token, so a longer one

@@ -5,6 +5,7 @@ reply: a chat opened or resumed, its settings changed, its sidebar shown, a kept
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import asdict, dataclass, field, replace
 
 import chainlit as cl
@@ -18,8 +19,11 @@ from ui.chat_options import ChatOptions
 from ui.dashboard import Dashboard
 from ui.notices import engine_with_notice, knowledge_with_notice, send_error
 from ui.token_view import Branchable, Recent
+from web.widget import widget_origin
 
 KEY = "chat"  # the session's `ChatSession` in `cl.user_session`
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -32,15 +36,16 @@ class ChatSession:
     branchable: Recent[Branchable] = field(default_factory=Recent)  # replies' token views
     prompt_views: Recent[tuple[cl.CustomElement, RenderedPrompt]] = field(default_factory=Recent)
     told_unsaved: bool = False  # the visitor was told the database did not take the conversation
-    phone: bool = False  # a phone's browser, where nothing may cover the chat until the visitor opens it
+    side_over_chat: bool = False  # the side view opens over the chat (a phone's sheet, the widget's dialog)
 
     @classmethod
     def on_screen(cls, conversation: Conversation, options: ChatOptions) -> ChatSession:
-        """A chat on this visitor's screen: on a phone the live statistics start closed (they would cover the chat as
-        a sheet), one tap away under each reply. A phone's browser says "Mobi" in its user agent (iPhones, Android
-        phones; not tablets), as MDN advises to tell them."""
-        phone = "Mobi" in cl.context.session.environ.get("HTTP_USER_AGENT", "")
-        return cls(conversation, replace(options, live_stats=False) if phone else options, phone=phone)
+        """A chat on this visitor's screen: where the side view would cover the chat (on a phone, as a sheet; in the
+        widget on a host site, as a dialog) the live statistics start closed, one tap away under each reply. A
+        phone's browser says "Mobi" in its user agent (iPhones, Android phones; not tablets), as MDN advises to tell
+        them."""
+        over = widget_origin() is not None or "Mobi" in cl.context.session.environ.get("HTTP_USER_AGENT", "")
+        return cls(conversation, replace(options, live_stats=False) if over else options, side_over_chat=over)
 
     def keep(self, wanted: object) -> tuple[cl.Message, cl.Message] | None:
         """Make the reply `wanted` the one the conversation holds for the latest question, in place of the one it
@@ -64,6 +69,10 @@ def current_session() -> ChatSession | None:
 
 
 async def open_chat(app: ChatApp) -> None:
+    if (origin := widget_origin()) is not None:  # the widget, on a host site's page
+        if name := app.widget_persona(origin):
+            cl.context.session.chat_profile = name  # what `cl.user_session` then reads as "chat_profile"
+        log.info("Widget chat from %s: persona %s", origin, cl.user_session.get("chat_profile") or app.settings.persona)
     persona = app.persona(cl.user_session.get("chat_profile"))
     await _open(app, ChatSession.on_screen(Conversation(), chat_options.initial_options(app.settings, persona)))
 
@@ -139,9 +148,9 @@ async def show_dashboard(app: ChatApp) -> None:
 
 
 async def leave_closed(session: ChatSession) -> None:
-    """On a phone, close what Chainlit's page opened by itself as a sheet over the chat: it opens the side panel on
+    """On a phone or in the widget, close what Chainlit's page opened by itself over the chat: it opens the side view on
     every new side element (a reply's sources). A tap on a source's name opens it again."""
-    if session.phone:
+    if session.side_over_chat:
         await cl.ElementSidebar.set_elements([])
 
 

@@ -4,12 +4,14 @@ A persona's name is its file name without `.toml`. Adding a persona is adding a 
 keys are an error that names the file. `[[starters]]` tables (a `label` and the `message` it sends) are
 optional: the suggestions an empty chat offers. `knowledge` (optional) lists folders of documents this persona
 answers from besides the operators' one, relative to the project folder. `temperature` and `top_p` (optional) are
-the persona's default sampling, where CHAT_TEMPERATURE / CHAT_TOP_P do not set one for every persona. This module
-knows nothing of the model or the UI.
+the persona's default sampling, where CHAT_TEMPERATURE / CHAT_TOP_P do not set one for every persona.
+`widget_origins` (optional) lists the web sites (origins, as in CHAT_ALLOWED_ORIGINS) whose embedded widget opens with
+this persona: a museum's site gets its own guide. This module knows nothing of the model or the UI.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -34,10 +36,12 @@ class Persona:
     knowledge: tuple[Path, ...] = ()
     temperature: float | None = None
     top_p: float | None = None
+    widget_origins: tuple[str, ...] = ()
 
 
 _SAMPLING = {"temperature": (0.0, 2.0), "top_p": (0.05, 1.0)}  # optional keys and their ranges
-_KEYS = {field.name for field in fields(Persona)} - {"name", "starters", "knowledge", *_SAMPLING}
+_KEYS = {field.name for field in fields(Persona)} - {"name", "starters", "knowledge", "widget_origins", *_SAMPLING}
+ORIGIN = re.compile(r"https?://[^/\s]+")  # scheme and host (and port), as a browser sends it
 
 
 def _load_persona(path: Path) -> Persona:
@@ -47,6 +51,7 @@ def _load_persona(path: Path) -> Persona:
         raise PersonaError(f"{path} is not valid TOML: {error}. Fix the file and restart.") from None
     starters = data.pop("starters", [])
     knowledge = data.pop("knowledge", [])
+    widget_origins = data.pop("widget_origins", [])
     sampling = {key: data.pop(key) for key in _SAMPLING if key in data}
     for key, value in sampling.items():
         low, high = _SAMPLING[key]
@@ -68,9 +73,14 @@ def _load_persona(path: Path) -> Persona:
         raise PersonaError(f"{path}: each [[starters]] entry needs exactly a non-empty label and message.")
     if not isinstance(knowledge, list) or not all(isinstance(folder, str) and folder.strip() for folder in knowledge):
         raise PersonaError(f'{path}: knowledge must be a list of folder names, e.g. knowledge = ["knowledge"].')
+    if not isinstance(widget_origins, list) or not all(isinstance(origin, str) and ORIGIN.fullmatch(origin)
+                                                       for origin in widget_origins):
+        raise PersonaError(f"{path}: widget_origins must be a list of origins, scheme and host (and port) only, "
+                           'e.g. widget_origins = ["https://museum.example.cn"].')
     return Persona(name=path.stem, **{key: data[key].strip() for key in _KEYS},
                    starters=tuple(Starter(starter["label"].strip(), starter["message"].strip()) for starter in starters),
                    knowledge=tuple(PROJECT_ROOT / folder.strip() for folder in knowledge),
+                   widget_origins=tuple(widget_origins),
                    **{key: float(value) for key, value in sampling.items()})
 
 

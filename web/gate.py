@@ -4,8 +4,8 @@ request and socket of the app.
 Origins: Chainlit 2.12 creates its Socket.IO server with `cors_allowed_origins=[]`, which turns the
 Origin check off, so any web page a visitor opens could talk to the chat over their connection.
 `restrict_origins` makes the socket accept only pages of the app's own address (the Host the browser
-asked for), or exactly `CHAT_ALLOWED_ORIGINS` when that is set, which then also replaces the config's
-HTTP `allow_origins`.
+asked for) and of the sites `CHAT_ALLOWED_ORIGINS` names (a proxy's address, host sites of the widget), which are
+also the HTTP CORS origins (the widget calls the app's API from the host site's page).
 
 Logins (`AccessGate`): only what the login page itself needs is open (`OPEN_PATHS`, `OPEN_PREFIXES`);
 Chainlit's `/project/*` API, `/user`, the thread endpoints and the socket need a login that still counts
@@ -41,20 +41,23 @@ Send = Callable[[dict], Awaitable[None]]
 OPEN_PATHS = frozenset({"/", "/login", "/logout", "/auth/config", "/project/translations", "/logo", "/favicon",
                         "/health", "/healthz", "/metrics"})
 # Static files, and the page shell of a thread's address (the page itself then asks for the login).
-OPEN_PREFIXES = ("/public/", "/assets/", "/avatars/", "/thread/")
+OPEN_PREFIXES = ("/public/", "/assets/", "/avatars/", "/thread/", "/copilot/")  # /copilot/: the widget's script
 AUTH_COOKIE = "access_token"
 MAX_LOGIN_BYTES = 4096  # a login form is a name and a password; anything larger is refused unread
 
 
 def restrict_origins(allowed: tuple[str, ...]) -> None:
-    """Accept the socket only from the app's own pages, or from `allowed` (`CHAT_ALLOWED_ORIGINS`) if set."""
+    """Accept the socket only from the app's own pages and from `allowed` (`CHAT_ALLOWED_ORIGINS`)."""
     def origin_allowed(origin: str | None, environ: dict) -> bool:
-        if allowed:
-            return origin in allowed
+        if origin in allowed:
+            return True
         hosts = {environ.get("HTTP_HOST"), environ.get("HTTP_X_FORWARDED_HOST", "").split(",")[0].strip()}
         return urlsplit(origin or "").netloc in hosts - {None, ""}
 
     server.sio.eio.cors_allowed_origins = origin_allowed
+    # The HTTP CORS middleware below already answers the socket's requests from another origin with CORS headers;
+    # the socket server's own second copy would make the browser refuse them ("multiple values"). It still checks.
+    server.sio.eio._cors_headers = lambda environ: []
     for middleware in server.app.user_middleware:
         if middleware.cls is CORSMiddleware:
             middleware.kwargs["allow_origins"] = list(allowed)

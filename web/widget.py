@@ -1,0 +1,40 @@
+"""The guide inside another site: Chainlit's widget (`/copilot/index.js`, served by Chainlit) on the pages of the
+origins in CHAT_ALLOWED_ORIGINS (`web.gate.restrict_origins` lets only those call the app), with the persona whose
+file names that site in `widget_origins`.
+
+The widget asks `/project/settings` for the chat profiles before it opens a chat: `remember_origins` keeps the
+Origin of each HTTP request in `REQUEST_ORIGIN`, so that the profiles offered to a host site that has a persona of
+its own are that persona alone (the widget then shows no switch). `widget_origin` tells a chat's socket from the
+widget and gives its host site.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+import chainlit as cl
+import chainlit.server as server
+from starlette.datastructures import Headers
+
+REQUEST_ORIGIN: ContextVar[str] = ContextVar("request_origin", default="")
+
+
+class _RememberOrigin:
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            REQUEST_ORIGIN.set(Headers(scope=scope).get("origin", ""))
+        await self.app(scope, receive, send)
+
+
+def remember_origins() -> None:
+    server.app.add_middleware(_RememberOrigin)
+
+
+def widget_origin() -> str | None:
+    """The host site's origin where this chat is the widget's, else None (the app's own page)."""
+    if cl.context.session.client_type != "copilot":
+        return None
+    return cl.context.session.environ.get("HTTP_ORIGIN", "")
