@@ -17,7 +17,6 @@ from history.store import ChatStore
 from ui import dashboard, tokenize_command
 from ui.notices import LOGIN_ENDED, send_error
 from ui.token_view import FORCE_TOKEN, WEIGH_PROMPT
-from web.widget import REQUEST_ORIGIN
 
 APP = built_or_exit()
 serve_app(APP)
@@ -45,7 +44,7 @@ async def stop_app() -> None:
 
 @cl.set_chat_profiles
 async def chat_profiles(user: cl.User | None = None) -> list[cl.ChatProfile]:
-    return APP.profiles(REQUEST_ORIGIN.get())  # a host site of the widget may have a persona of its own
+    return APP.profiles()
 
 
 @cl.on_chat_start

@@ -40,7 +40,7 @@ from web.join import add_join_page, announce
 from web.ownership import add_owner_checks
 from web.private_files import make_private
 from web.socket_guard import guard_socket
-from web.widget import remember_origins
+from web.widget import remember_origins, request_origin
 
 log = logging.getLogger("app")
 
@@ -65,11 +65,11 @@ class ChatApp:
         """The persona whose file names `origin` (a host site's) in `widget_origins`, if one does."""
         return next((persona.name for persona in self.personas.values() if origin in persona.widget_origins), None)
 
-    def profiles(self, site: str = "") -> list[cl.ChatProfile]:
-        """The personas as Chainlit's chat profiles; to the widget on a host `site` with a persona of its own, that one
-        alone."""
+    def profiles(self) -> list[cl.ChatProfile]:
+        """The personas as Chainlit's chat profiles; to the widget on a host site with a persona of its own (the origin
+        of the request that asks), that one alone."""
         personas = list(self.personas.values())
-        if own := self.widget_persona(site):
+        if own := self.widget_persona(request_origin()):
             personas = [self.personas[own]]
         return [cl.ChatProfile(name=persona.name, display_name=persona.display_name,
                                markdown_description=persona.description, icon=f"/public/avatars/{persona.name}.svg",

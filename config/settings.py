@@ -86,9 +86,10 @@ class Settings:
     login_max_failures: int = setting(5, "wrong passwords (per user name or per address, within 15 minutes) that lock "
                                          "logins out")
     login_lockout_seconds: int = setting(900, "how long a lockout lasts")
-    allowed_origins: tuple[str, ...] = setting((), "comma-separated origins (`https://chat.example.lan`) whose pages "
-                                                   "may open the chat's socket and call it over HTTP; empty = only the "
-                                                   "app's own address")
+    allowed_origins: tuple[str, ...] = setting((), "comma-separated origins (`https://museum.example.cn`) whose pages "
+                                                   "may open the chat's socket and call it over HTTP besides the app's "
+                                                   "own address: a proxy's address, sites that embed the widget "
+                                                   "(docs/visitors.md)")
     metrics_token: str = setting("", "bearer token that opens `/healthz` and `/metrics` to other machines (from this "
                                      "machine they are always open)")
     db: Path | None = setting(None, "the conversations' SQLite file; empty = `chat.db` in `CHAT_STATE_DIR`")

@@ -64,3 +64,13 @@ def test_a_persona_sets_its_default_sampling_where_the_settings_leave_it(tmp_pat
     (tmp_path / "calm.toml").write_text('display_name = "x"\ndescription = "x"\nsystem_prompt = "x"\ntemperature = 3\n')
     with pytest.raises(PersonaError, match=r"calm\.toml: temperature must be a number from 0.0 to 2.0"):
         load_personas(tmp_path, "calm")
+
+
+def test_a_persona_names_the_widgets_host_sites_as_origins(tmp_path):
+    persona = 'display_name = "x"\ndescription = "x"\nsystem_prompt = "x"\nwidget_origins = [{}]\n'
+    (tmp_path / "museum.toml").write_text(persona.format('"https://museum.example.cn", "http://10.0.0.5:8080"'))
+    [museum] = load_personas(tmp_path, "museum")
+    assert museum.widget_origins == ("https://museum.example.cn", "http://10.0.0.5:8080")
+    (tmp_path / "museum.toml").write_text(persona.format('"https://museum.example.cn/visit"'))
+    with pytest.raises(PersonaError, match=r"museum\.toml: widget_origins must be a list of origins"):
+        load_personas(tmp_path, "museum")

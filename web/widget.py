@@ -3,7 +3,7 @@ origins in CHAT_ALLOWED_ORIGINS (`web.gate.restrict_origins` lets only those cal
 file names that site in `widget_origins`.
 
 The widget asks `/project/settings` for the chat profiles before it opens a chat: `remember_origins` keeps the
-Origin of each HTTP request in `REQUEST_ORIGIN`, so that the profiles offered to a host site that has a persona of
+Origin of each HTTP request (`request_origin`), so that the profiles offered to a host site that has a persona of
 its own are that persona alone (the widget then shows no switch). `widget_origin` tells a chat's socket from the
 widget and gives its host site.
 """
@@ -16,7 +16,7 @@ import chainlit as cl
 import chainlit.server as server
 from starlette.datastructures import Headers
 
-REQUEST_ORIGIN: ContextVar[str] = ContextVar("request_origin", default="")
+_REQUEST_ORIGIN: ContextVar[str] = ContextVar("request_origin", default="")
 
 
 class _RememberOrigin:
@@ -25,12 +25,17 @@ class _RememberOrigin:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
-            REQUEST_ORIGIN.set(Headers(scope=scope).get("origin", ""))
+            _REQUEST_ORIGIN.set(Headers(scope=scope).get("origin", ""))
         await self.app(scope, receive, send)
 
 
 def remember_origins() -> None:
     server.app.add_middleware(_RememberOrigin)
+
+
+def request_origin() -> str:
+    """The Origin of the HTTP request being answered ("" for a page's own, same-origin requests)."""
+    return _REQUEST_ORIGIN.get()
 
 
 def widget_origin() -> str | None:
