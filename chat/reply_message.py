@@ -40,6 +40,8 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
                           session.dashboard if sidebar else None)
     finally:
         log_reply(session, sampling, streamed, len(session.conversation.turns) - prompt.dropped_messages, kind)
+        if sidebar:
+            session.last_reply = streamed.stats
         if message.content:
             branch_from, before = branch or (None, [])
             figures.props = footer(streamed.stats, label, speech(message.content)).props

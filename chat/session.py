@@ -12,7 +12,7 @@ import chainlit as cl
 
 from chat.parts import ChatApp
 from config.errors import ChatError
-from engine.api import ChatEngine, RenderedPrompt
+from engine.api import ChatEngine, RenderedPrompt, ReplyStats
 from history.conversation import REPLY, SET_ASIDE, Conversation
 from ui import chat_options, sources, tokenize_command
 from ui.chat_options import ChatOptions
@@ -37,6 +37,7 @@ class ChatSession:
     prompt_views: Recent[tuple[cl.CustomElement, RenderedPrompt]] = field(default_factory=Recent)
     told_unsaved: bool = False  # the visitor was told the database did not take the conversation
     side_over_chat: bool = False  # the side view opens over the chat (a phone's sheet, the widget's dialog)
+    last_reply: ReplyStats | None = None  # the latest reply's figures, for statistics opened by a tap
 
     @classmethod
     def on_screen(cls, conversation: Conversation, options: ChatOptions) -> ChatSession:
@@ -159,6 +160,7 @@ async def open_dashboard(app: ChatApp) -> None:
     session = current_session()
     if session is not None:
         dashboard = session.dashboard or Dashboard(app.floor, app.memory, app.settings.sidebar_update_seconds)
+        dashboard.last_reply = dashboard.last_reply or session.last_reply
         await dashboard.refresh(await app.engine.wait())
 
 

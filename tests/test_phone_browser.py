@@ -95,6 +95,8 @@ def test_a_tap_asks_nothing_covers_the_reply_and_the_statistics_open_with_a_tap(
     sheet = page.wait_for_selector(SHEET, timeout=10_000)
     assert "运行状态" in sheet.inner_text()
     page.wait_for_selector(f"{SHEET} [data-stat]", timeout=10_000)  # the figures, measured now
+    generated = page.locator(f"{SHEET} [data-stat=generated_tokens]").inner_text()  # and the reply's, though the
+    assert generated == page.locator("[data-stat=reply_footer]").last.inner_text().split()[0], generated  # sheet was shut
     page.wait_for_timeout(500)  # the sheet slides in
     page.screenshot(path=str(ARTIFACTS / "phone-stats.png"))
     close_sheet(page)
