@@ -47,6 +47,11 @@ class ReplyStats:
         return None if self.first_token_at is None else self.first_token_at - self.started
 
     @property
+    def reply_time(self) -> float | None:
+        """From the request to its last token."""
+        return None if self.last_token_at is None else self.last_token_at - self.started
+
+    @property
     def decode_tokens_per_second(self) -> float | None:
         """Tokens after the first, over the time from the first to the last token."""
         if self.first_token_at is None or self.last_token_at is None or self.generated_tokens < 2:

@@ -18,8 +18,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from config.errors import ChatError, HistoryError, cannot
-from history.records import Record, read_records
+from config.errors import ChatError, cannot
+from history.records import Record, configured_database, read_records
 
 ROLES = {"user": "用户 User", "assistant": "助手 Assistant"}
 
@@ -43,8 +43,6 @@ def quoted(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from config.settings import load_env_file, load_settings
-
     parser = argparse.ArgumentParser(prog="python -m history.export", description=__doc__.splitlines()[0])
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--thread", help="one conversation, by its id")
@@ -54,12 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=f"conversations-{time.strftime('%Y-%m-%d')}",
                         help="path without extension: OUT.md and OUT.json are written")
     arguments = parser.parse_args(argv)
-    load_env_file()
     try:
-        database = load_settings().database
-        if not database.is_file():
-            raise HistoryError(f"There is no database at {database} yet (CHAT_DB, CHAT_STATE_DIR): the app creates "
-                               "it when it starts.")
+        database = configured_database()
         records = read_records(database, arguments.thread, arguments.user, arguments.since, arguments.until)
     except (ChatError, sqlite3.Error) as error:
         return cannot("export", error)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from config.errors import HistoryError
 from history.conversation import REPLY
 
 LAST_ACTIVITY = '''COALESCE((SELECT MAX(s."createdAt") FROM steps s WHERE s."threadId" = t."id"), t."createdAt")'''
@@ -31,7 +32,20 @@ class Record:
     messages: list[dict] = field(default_factory=list)  # {"role", "content", "created"}
 
 
-def _connect(database: Path) -> sqlite3.Connection:
+def configured_database() -> Path:
+    """The database the app's settings name, for the operator's commands; a clear error while there is none."""
+    from config.settings import load_env_file, load_settings
+
+    load_env_file()
+    database = load_settings().database
+    if not database.is_file():
+        raise HistoryError(f"There is no database at {database} yet (CHAT_DB, CHAT_STATE_DIR): the app creates it "
+                           "when it starts.")
+    return database
+
+
+def connect(database: Path) -> sqlite3.Connection:
+    """The database, for the operator's reads (rows by column name) and retention's deletes; never created here."""
     connection = sqlite3.connect(f"file:{database}?mode=rw", uri=True, timeout=10)
     connection.row_factory = sqlite3.Row
     return connection
@@ -49,7 +63,7 @@ def read_records(database: Path, thread_id: str | None = None, user: str | None 
             conditions.append(condition)
             parameters[name] = value
     where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-    with _connect(database) as connection:
+    with connect(database) as connection:
         threads = connection.execute(f'SELECT t.*, {LAST_ACTIVITY} AS last FROM threads t {where} ORDER BY last',
                                      parameters).fetchall()
         records = []
@@ -72,7 +86,7 @@ def read_records(database: Path, thread_id: str | None = None, user: str | None 
 def forget_idle(database: Path, days: int, now: datetime | None = None) -> int:
     """Delete the conversations whose last activity is more than `days` days ago; returns how many."""
     cutoff = ((now or datetime.now(UTC)) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
-    with _connect(database) as connection:
+    with connect(database) as connection:
         idle = [row[0] for row in connection.execute(f'SELECT t."id" FROM threads t WHERE {LAST_ACTIVITY} < :cutoff',
                                                      {"cutoff": cutoff})]
         for table, column in (("feedbacks", "threadId"), ("elements", "threadId"), ("steps", "threadId"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from datetime import date, timedelta
 
 import httpx
 import pytest
@@ -15,6 +16,7 @@ import socketio
 
 from harness.browser import wait_until
 from harness.visitor import ChatClient, chat
+from history.usage import usage
 from tests.conftest import ARTIFACTS, RunningApp
 from web.accounts import UsersFile
 
@@ -71,6 +73,13 @@ async def test_without_logins_conversations_are_kept_for_the_operator_only(tiny_
         listed = httpx.post(f"{app.url}/project/threads", json={"pagination": {"first": 20}, "filter": {}})
         assert listed.status_code in (401, 403)
         assert httpx.get(f"{app.url}/project/thread/{thread}").status_code in (401, 403)
+        # What the operator counts of it (`python -m history.usage`): the reply's figures were stored with it.
+        days = date.today() - timedelta(days=1), date.today() + timedelta(days=1)  # also if midnight falls meanwhile
+        assert wait_until(lambda: usage(tmp_path / "chat.db", *days).total.tokens_out > 0)
+        figures = usage(tmp_path / "chat.db", *days)
+        assert (figures.total.questions, figures.total.chats, figures.total.users) == (1, 1, 0)
+        assert 0 < figures.total.tokens_out <= 16 and figures.total.tokens_in > 5 and figures.total.stopped == 0
+        assert 0 < figures.first_token_s["p50"] <= figures.reply_s["p50"]
 
 
 async def test_a_locked_database_never_breaks_a_chat_and_is_saved_when_free(tiny_model_dir, tmp_path):

@@ -1,0 +1,105 @@
+"""`history.usage`: the operator's figures counted from a real SQLite history written as the app writes it (steps with
+Chainlit's UTC times, replies with their stored figures, feedback), on the machine's local days."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from datetime import date
+
+import pytest
+
+from config.errors import HistoryError
+from history.conversation import REPLY
+from history.schema import open_database
+from history.usage import main, percentiles, period, usage
+
+pytestmark = pytest.mark.fast
+
+
+@pytest.fixture
+def shanghai(monkeypatch):
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def chat(connection, user: str | None, persona: str, turns: list[tuple[str, dict | None, int | None]]) -> None:
+    """A thread with a question and a reply per turn: (question's UTC time, the reply's stored figures, feedback)."""
+    thread = str(uuid.uuid4())
+    connection.execute('INSERT INTO threads ("id", "createdAt", "userIdentifier", "metadata") VALUES (?, ?, ?, ?)',
+                       (thread, turns[0][0], user, json.dumps({"chat_profile": persona})))
+    for at, figures, feedback in turns:
+        for kind, metadata in (("user_message", {}), ("assistant_message", {REPLY: figures} if figures else {})):
+            step = str(uuid.uuid4())
+            connection.execute('INSERT INTO steps ("id", "name", "type", "threadId", "streaming", "createdAt", '
+                               '"metadata") VALUES (?, ?, ?, ?, 0, ?, ?)',
+                               (step, kind, kind, thread, at.replace("00.000Z", "01.500Z") if figures else at,
+                                json.dumps(metadata)))
+        if feedback is not None:
+            connection.execute('INSERT INTO feedbacks ("id", "forId", "threadId", "value") VALUES (?, ?, ?, ?)',
+                               (str(uuid.uuid4()), step, thread, feedback))
+
+
+def reply(tokens_in: int, tokens_out: int, first: float, whole: float, finish: str = "stop") -> dict:
+    return {"generated_tokens": tokens_out, "tokens_per_s": 10.0, "ttft_s": first, "prompt_tokens": tokens_in,
+            "finish": finish, "reply_s": whole}
+
+
+@pytest.fixture
+def database(tmp_path):
+    path = tmp_path / "chat.db"
+    open_database(path)
+    with sqlite3.connect(path) as connection:
+        chat(connection, None, "tour_guide", [("2026-12-01T17:30:00.000Z", reply(300, 40, 0.5, 4.0), 1),
+                                              ("2026-12-01T17:35:00.000Z", reply(500, 60, 1.5, 9.0, "abort"), 0)])
+        chat(connection, "alice", "tour_guide", [("2026-12-02T02:00:00.000Z", reply(200, 20, 0.8, 3.0), None)])
+        chat(connection, "bob", "assistant", [("2026-12-02T03:00:00.000Z", None, None),  # stored by an older version
+                                              ("2026-11-20T03:00:00.000Z", reply(100, 10, 0.3, 1.0), 0)])
+    connection.close()
+    return path
+
+
+def test_the_figures_of_a_period_on_local_days(database, shanghai):
+    figures = usage(database, date(2026, 12, 1), date(2026, 12, 4))
+    assert list(figures.days) == ["2026-12-01", "2026-12-02", "2026-12-03"]
+    day1, day2, day3 = figures.days.values()
+    assert (day1.questions, day2.questions, day3.questions) == (0, 4, 0)  # 17:30 UTC is 01:30 the next day there
+    assert figures.hours[1] == 2 and figures.hours[10] == 1 and figures.hours[11] == 1 and sum(figures.hours) == 4
+    total = figures.total
+    assert (total.questions, total.chats, total.users, total.stopped) == (4, 3, 2, 1)
+    assert (total.thumbs_up, total.thumbs_down, total.tokens_in, total.tokens_out) == (1, 1, 1000, 120)
+    assert figures.personas["tour_guide"].questions == 3 and figures.personas["assistant"].questions == 1
+    assert figures.personas["assistant"].tokens_out == 0  # its reply of 20 November lies outside the period
+    assert figures.first_token_s == {"p50": 0.8, "p95": 1.5} and figures.reply_s == {"p50": 4.0, "p95": 9.0}
+
+
+def test_percentiles_by_nearest_rank():
+    assert percentiles([]) == {"p50": None, "p95": None}
+    assert percentiles([3.0]) == {"p50": 3.0, "p95": 3.0}
+    assert percentiles([float(n) for n in range(1, 101)]) == {"p50": 50.0, "p95": 95.0}
+
+
+def test_periods_and_the_refusal_of_an_empty_one():
+    today = date(2026, 12, 4)
+    assert period(7, None, None, today) == (date(2026, 11, 28), date(2026, 12, 5))
+    assert period(7, "2026-11-01", "2026-12-01", today) == (date(2026, 11, 1), date(2026, 12, 1))
+    with pytest.raises(HistoryError, match="must come before"):
+        period(7, "2026-12-01", "2026-11-01", today)
+    with pytest.raises(HistoryError, match="YYYY-MM-DD"):
+        period(7, "1 December", None, today)
+
+
+def test_the_command_writes_the_days_as_csv_and_everything_as_json(database, shanghai, monkeypatch, capsys):
+    monkeypatch.setenv("CHAT_DB", str(database))
+    assert main(["--since", "2026-12-02", "--until", "2026-12-03", "--csv"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "day,questions,chats,users,stopped,thumbs_up,thumbs_down,tokens_in,tokens_out", "2026-12-02,4,3,2,1,1,1,1000,120"]
+    assert main(["--since", "2026-12-02", "--until", "2026-12-03"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"]["questions"] == 4
+    assert main(["--since", "2026-12-03", "--until", "2026-12-02"]) == 2
+    assert "must come before" in capsys.readouterr().err
