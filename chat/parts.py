@@ -25,6 +25,7 @@ from engine.service import EngineService
 from history.records import forget_idle
 from history.schema import open_database
 from history.store import ChatStore
+from insights.report import report
 from retrieval.grounding import RULES
 from retrieval.knowledge_base import KnowledgeBase
 from telemetry import prometheus
@@ -37,6 +38,7 @@ from web.body_limit import limit_bodies
 from web.gate import gate_logins, restrict_origins
 from web.health import add_health_routes
 from web.join import add_join_page, announce
+from web.operator import add_operator_page
 from web.ownership import add_owner_checks
 from web.private_files import make_private
 from web.socket_guard import guard_socket
@@ -122,7 +124,7 @@ def built_or_exit() -> ChatApp:
 
 def serve_app(app: ChatApp) -> None:
     """Wire the parts into Chainlit's web server: private files, the page offline and Chinese first, the origins and
-    body limits, health and metrics, the join page (and the addresses printed), the widget's host sites, owner checks,
+    body limits, health and metrics, the join page, the operator's page (and the addresses printed), the widget's host sites, owner checks,
     the socket's checks, and the login gate."""
     settings = app.settings
     make_private(settings.state_dir, [path for path in (settings.users_file, settings.database, Path(".env")) if path])
@@ -132,6 +134,8 @@ def serve_app(app: ChatApp) -> None:
     limit_bodies()
     add_health_routes(app.engine, settings.metrics_token, app.logins)
     add_join_page(app.logins is not None)
+    add_operator_page(lambda since, until: report(settings.database, since, until, app.knowledge, settings.persona),
+                      settings.operator_token, app.logins, settings.history_days)
     remember_origins()
     announce(app.logins is not None)
     add_owner_checks(app.store, app.logins)

@@ -11,6 +11,7 @@ from contextlib import aclosing
 
 import chainlit as cl
 
+from chat.allowance import over_limit
 from chat.aside import stream_aside
 from chat.parts import ChatApp
 from chat.reply_message import stream_message
@@ -30,6 +31,12 @@ from ui.teaching import show_prompt
 async def answer(app: ChatApp, message: cl.Message) -> None:
     """A visitor's question (or an edited one): its reply streamed, or, with Compare on, two at once."""
     session = current_session()
+    user = cl.context.session.user
+    if limited := await over_limit(app.settings.database, app.settings.daily_tokens_per_user,
+                                   user.identifier if user else None):
+        await app.store.forget_step(cl.context.session.thread_id, message.id)
+        await send_error(limited)
+        return
     try:
         engine = await ready_engine(app)
     except MemoryLowError as error:

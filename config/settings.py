@@ -92,6 +92,12 @@ class Settings:
                                                    "(docs/visitors.md)")
     metrics_token: str = setting("", "bearer token that opens `/healthz` and `/metrics` to other machines (from this "
                                      "machine they are always open)")
+    operator_token: str = setting("", "bearer token that opens the operator's page `/operator` without logins "
+                                      "(docs/operators.md); with logins, operators log in (`web.accounts add NAME "
+                                      "--operator`)")
+    daily_tokens_per_user: int | None = setting(None, "with logins: tokens (in and out) a user may spend per day; a "
+                                                      "question past it waits for midnight, a running reply always "
+                                                      "finishes; empty = no limit")
     db: Path | None = setting(None, "the conversations' SQLite file; empty = `chat.db` in `CHAT_STATE_DIR`")
     history_days: int = setting(0, "delete conversations idle for more than this many days, at start and once a day; "
                                    "0 = keep everything")
@@ -125,6 +131,8 @@ class Settings:
              "CHAT_STREAM_UPDATE_SECONDS must be between 0 and 2 and CHAT_SIDEBAR_UPDATE_SECONDS between 0.1 and 10 "
              "(seconds)."),
             (not 1 <= self.port <= 65535, f"CHAT_PORT={self.port} must be between 1 and 65535."),
+            (self.daily_tokens_per_user is not None and self.daily_tokens_per_user < 1,
+             f"CHAT_DAILY_TOKENS_PER_USER={self.daily_tokens_per_user} must be empty (no limit) or a number of tokens."),
             (self.history_days < 0,
              f"CHAT_HISTORY_DAYS={self.history_days} must be 0 (keep everything) or a number of days."),
             (self.login_max_failures < 1 or self.login_lockout_seconds < 1,
@@ -185,6 +193,7 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "Path": _path,
     "Path | None": lambda text: _path(text) if text.strip() else None,
     "float | None": lambda text: float(text.strip()) if text.strip() else None,
+    "int | None": lambda text: int(text.strip()) if text.strip() else None,
     "tuple[str, ...]": lambda text: tuple(item.strip().rstrip("/") for item in text.split(",") if item.strip()),
 }
 _KIND_NAMES = {"bool": "yes/no value (true or false)", "Path | None": "path", "float | None": "float"}

@@ -36,7 +36,11 @@ TABLES: dict[str, dict[str, str]] = {
                   "value": "INT NOT NULL", "comment": "TEXT"},
 }
 INDEXES = ['CREATE INDEX IF NOT EXISTS steps_thread ON steps ("threadId", "createdAt")',
-           'CREATE INDEX IF NOT EXISTS threads_user ON threads ("userId")']
+           'CREATE INDEX IF NOT EXISTS threads_user ON threads ("userId")',
+           # The operator's figures read a period of days (`insights`), the daily limit one user's threads.
+           'CREATE INDEX IF NOT EXISTS steps_time ON steps ("createdAt")',
+           'CREATE INDEX IF NOT EXISTS threads_user_name ON threads ("userIdentifier")',
+           'CREATE INDEX IF NOT EXISTS feedbacks_step ON feedbacks ("forId")']
 
 
 def open_database(path: Path) -> None:

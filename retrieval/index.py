@@ -144,6 +144,16 @@ class KnowledgeIndex:
         return [Found(*row) for row in rows]
 
 
+    def documents(self, folders: Iterable[Path]) -> dict[str, tuple[str, float]]:
+        """The readable documents of `folders`: each file name without extension, with the document's title and
+        the time it was last changed (Unix time, as indexed)."""
+        keys = [str(folder.resolve()) for folder in folders]
+        with closing(self._connect()) as db:
+            rows = db.execute(f"SELECT path, title, stamp FROM documents WHERE problem = '' AND folder IN "
+                              f"({', '.join('?' * len(keys))})", keys).fetchall()
+        return {Path(path).stem: (title, int(stamp.split(":")[1]) / 1e9) for path, title, stamp in rows}
+
+
 def _stamp(path: Path) -> str:
     status = path.stat()
     return f"{READER_VERSION}:{status.st_mtime_ns}:{status.st_size}"

@@ -48,6 +48,10 @@ class KnowledgeBase:
     def folders(self, persona: str) -> tuple[Path, ...]:
         return (*self.persona_folders.get(persona, ()), self.shared)
 
+    def all_folders(self) -> tuple[Path, ...]:
+        return tuple(dict.fromkeys([*(folder for folders in self.persona_folders.values() for folder in folders),
+                                    self.shared]))
+
     def in_use(self, persona: str) -> bool:
         """Whether this persona has any passage to answer from (its rules then go into its system prompt)."""
         return any(self._passages.get(folder) for folder in self.folders(persona))

@@ -16,7 +16,7 @@ import socketio
 
 from harness.browser import wait_until
 from harness.visitor import ChatClient, chat
-from history.usage import usage
+from insights.usage import usage
 from tests.conftest import ARTIFACTS, RunningApp
 from web.accounts import UsersFile
 
@@ -73,7 +73,7 @@ async def test_without_logins_conversations_are_kept_for_the_operator_only(tiny_
         listed = httpx.post(f"{app.url}/project/threads", json={"pagination": {"first": 20}, "filter": {}})
         assert listed.status_code in (401, 403)
         assert httpx.get(f"{app.url}/project/thread/{thread}").status_code in (401, 403)
-        # What the operator counts of it (`python -m history.usage`): the reply's figures were stored with it.
+        # What the operator counts of it (`python -m insights usage`): the reply's figures were stored with it.
         days = date.today() - timedelta(days=1), date.today() + timedelta(days=1)  # also if midnight falls meanwhile
         assert wait_until(lambda: usage(tmp_path / "chat.db", *days).total.tokens_out > 0)
         figures = usage(tmp_path / "chat.db", *days)

@@ -12,23 +12,25 @@ pytestmark = pytest.mark.fast
 # Each folder and the folders of ours it may import; a folder not named here may import none.
 MAY_IMPORT = {
     "app": {"chat", "ui", "history", "config"},
-    "chat": {"web", "ui", "telemetry", "history", "retrieval", "engine", "config"},
-    "web": {"telemetry", "history", "engine", "config"},
+    "chat": {"web", "ui", "telemetry", "insights", "history", "retrieval", "engine", "config"},
+    "web": {"telemetry", "insights", "history", "engine", "config"},
     "ui": {"telemetry", "history", "retrieval", "engine", "config"},
     "telemetry": {"engine", "config"},
+    "insights": {"history", "retrieval", "config"},
     "history": {"config"},
     "retrieval": {"config"},
     "engine": {"modelprep", "config"},
     "modelprep": {"config"},
     "config": set(),
     "harness": {"modelprep", "config"},
-    "bench": {"harness", "telemetry", "history", "retrieval", "engine", "modelprep", "config"},
+    "bench": {"harness", "telemetry", "insights", "history", "retrieval", "engine", "modelprep", "config"},
     "deploy": {"modelprep", "config"},
 }
 OURS = set(MAY_IMPORT) | {"tests"}
 # Folders that never import a package: the engine and what it stands on know no Chainlit (history's store is Chainlit's
 # data layer, so it may), and what faces the browser knows no vLLM.
-NEVER = {"chainlit": {"engine", "modelprep", "config", "retrieval", "telemetry"}, "vllm": {"app", "chat", "ui", "web"}}
+NEVER = {"chainlit": {"engine", "modelprep", "config", "retrieval", "telemetry", "insights"},
+         "vllm": {"app", "chat", "ui", "web", "insights"}}
 
 
 def modules() -> dict[str, set[str]]:

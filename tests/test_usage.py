@@ -1,4 +1,4 @@
-"""`history.usage`: the operator's figures counted from a real SQLite history written as the app writes it (steps with
+"""`insights.usage` and `python -m insights`: the operator's figures counted from a real SQLite history written as the app writes it (steps with
 Chainlit's UTC times, replies with their stored figures, feedback), on the machine's local days."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pytest
 from config.errors import HistoryError
 from history.conversation import REPLY
 from history.schema import open_database
-from history.usage import main, percentiles, period, usage
+from insights.__main__ import main
+from insights.usage import percentiles, period, tokens_today, usage
 
 pytestmark = pytest.mark.fast
 
@@ -47,7 +48,7 @@ def chat(connection, user: str | None, persona: str, turns: list[tuple[str, dict
 
 def reply(tokens_in: int, tokens_out: int, first: float, whole: float, finish: str = "stop") -> dict:
     return {"generated_tokens": tokens_out, "tokens_per_s": 10.0, "ttft_s": first, "prompt_tokens": tokens_in,
-            "finish": finish, "reply_s": whole}
+            "finish": finish, "reply_s": whole, "model": "demo-1.5b"}
 
 
 @pytest.fixture
@@ -76,6 +77,14 @@ def test_the_figures_of_a_period_on_local_days(database, shanghai):
     assert figures.personas["tour_guide"].questions == 3 and figures.personas["assistant"].questions == 1
     assert figures.personas["assistant"].tokens_out == 0  # its reply of 20 November lies outside the period
     assert figures.first_token_s == {"p50": 0.8, "p95": 1.5} and figures.reply_s == {"p50": 4.0, "p95": 9.0}
+    assert set(figures.users) == {"alice", "bob"} and figures.users["alice"].tokens_in == 200
+    assert figures.users["bob"].questions == 1 and figures.models["demo-1.5b"].tokens_out == 120
+
+
+def test_a_users_tokens_of_today_for_the_daily_limit(database, shanghai):
+    assert tokens_today(database, "alice", date(2026, 12, 2)) == 220
+    assert tokens_today(database, "alice", date(2026, 12, 3)) == 0
+    assert tokens_today(database, "nobody", date(2026, 12, 2)) == 0
 
 
 def test_percentiles_by_nearest_rank():
@@ -94,12 +103,15 @@ def test_periods_and_the_refusal_of_an_empty_one():
         period(7, "1 December", None, today)
 
 
-def test_the_command_writes_the_days_as_csv_and_everything_as_json(database, shanghai, monkeypatch, capsys):
+def test_the_command_writes_csv_and_json(database, shanghai, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("CHAT_DB", str(database))
-    assert main(["--since", "2026-12-02", "--until", "2026-12-03", "--csv"]) == 0
+    monkeypatch.setenv("CHAT_STATE_DIR", str(tmp_path))
+    assert main(["usage", "--since", "2026-12-02", "--until", "2026-12-03", "--csv"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "day,questions,chats,users,stopped,thumbs_up,thumbs_down,tokens_in,tokens_out", "2026-12-02,4,3,2,1,1,1,1000,120"]
-    assert main(["--since", "2026-12-02", "--until", "2026-12-03"]) == 0
+    assert main(["usage", "--since", "2026-12-02", "--until", "2026-12-03"]) == 0
     assert json.loads(capsys.readouterr().out)["total"]["questions"] == 4
-    assert main(["--since", "2026-12-03", "--until", "2026-12-02"]) == 2
+    assert main(["users", "--since", "2026-12-02", "--until", "2026-12-03", "--csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["alice,1,1,200,20,0,0,0", "bob,1,1,0,0,0,0,0"]
+    assert main(["usage", "--since", "2026-12-03", "--until", "2026-12-02"]) == 2
     assert "must come before" in capsys.readouterr().err

@@ -6,7 +6,9 @@ manages it.
 echo from a terminal, else as one line of standard input. Every change of a user's password also moves
 the time from which their logins count (`valid_from`): a login token issued before it, or for a user
 who no longer exists, is refused (`UsersFile.session_valid`). The file is replaced atomically and kept
-readable by its owner only. Knows nothing of the web server.
+readable by its owner only. `add NAME --operator` (or `passwd NAME --operator`) makes the user an operator, who
+also reaches the operator's page (`web.operator`); `passwd` without it keeps what the user was. Knows nothing of the
+web server.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class User:
     password_hash: str
     valid_from: int  # Unix time of the last password change: logins issued before it are ended
     unlocked_at: int = 0  # Unix time of the last `unlock`: the app forgets the user's lockouts from before it
+    operator: bool = False  # reaches the operator's page
 
 
 class UsersFile:
@@ -71,11 +74,17 @@ class UsersFile:
         user = self.users().get(name)
         return user is not None and issued_at >= user.valid_from
 
-    def set_password(self, name: str, password: str) -> None:
+    def is_operator(self, name: str) -> bool:
+        user = self.users().get(name)
+        return user is not None and user.operator
+
+    def set_password(self, name: str, password: str, operator: bool = False) -> None:
+        """Set `name`'s password; `operator` makes them an operator (and never takes it away)."""
         if len(password) < MIN_PASSWORD_LENGTH:
             raise ConfigError(f"The password is too short: use at least {MIN_PASSWORD_LENGTH} characters.")
         users = dict(self.users())
-        users[name] = User(name, HASHER.hash(password), int(time.time()), users.get(name, User(name, "", 0)).unlocked_at)
+        known = users.get(name, User(name, "", 0))
+        users[name] = User(name, HASHER.hash(password), int(time.time()), known.unlocked_at, operator or known.operator)
         self._write(users)
 
     def unlock(self, name: str) -> None:
@@ -94,7 +103,8 @@ class UsersFile:
     def _write(self, users: dict[str, User]) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         document = {"users": {user.name: {"password_hash": user.password_hash, "valid_from": user.valid_from,
-                                          **({"unlocked_at": user.unlocked_at} if user.unlocked_at else {})}
+                                          **({"unlocked_at": user.unlocked_at} if user.unlocked_at else {}),
+                                          **({"operator": True} if user.operator else {})}
                               for user in users.values()}}
         with tempfile.NamedTemporaryFile("w", dir=self.path.parent, prefix=".users-", delete=False) as file:
             json.dump(document, file, indent=1, ensure_ascii=False)
@@ -105,8 +115,8 @@ class UsersFile:
 def _read(path: Path) -> dict[str, User]:
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))["users"]
-        return {name: User(name, entry["password_hash"], int(entry["valid_from"]), int(entry.get("unlocked_at", 0)))
-                for name, entry in entries.items()}
+        return {name: User(name, entry["password_hash"], int(entry["valid_from"]), int(entry.get("unlocked_at", 0)),
+                           entry.get("operator") is True) for name, entry in entries.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise ConfigError(f"The users file {path} cannot be read ({error}). Restore it from a backup, or move "
                           "it away and add the users again with `python -m web.accounts add NAME`.") from None
@@ -134,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     for command, text in (("add", "add a user (asks for the password)"), ("passwd", "set a new password"),
                           ("remove", "remove a user; their open sessions end"),
                           ("unlock", "lift the user's lockout after wrong passwords, from every address")):
-        commands.add_parser(command, help=text).add_argument("name")
+        command_parser = commands.add_parser(command, help=text)
+        command_parser.add_argument("name")
+        if command in ("add", "passwd"):
+            command_parser.add_argument("--operator", action="store_true",
+                                        help="the user also reaches the operator's page (/operator)")
     commands.add_parser("list", help="list the users")
     arguments = parser.parse_args(argv)
     load_env_file()
@@ -144,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         known = users.users()
         if arguments.command == "list":
             for user in known.values():
-                print(f"{user.name}\tpassword set {time.strftime('%Y-%m-%d %H:%M', time.localtime(user.valid_from))}")
+                print(f"{user.name}\tpassword set {time.strftime('%Y-%m-%d %H:%M', time.localtime(user.valid_from))}"
+                      + ("\toperator" if user.operator else ""))
         elif arguments.command == "unlock":
             users.unlock(arguments.name)
             print(f"Unlocked {arguments.name}: the running app lets them try again at once.")
@@ -158,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"There is no user {arguments.name!r}; use `add` to add one.")
             if not arguments.name.strip() or arguments.name != arguments.name.strip():
                 raise ConfigError("A user name must not be empty or start or end with spaces.")
-            users.set_password(arguments.name, _read_password(f"Password for {arguments.name}: "))
-            print(f"Saved {arguments.name} in {users.path}.")
+            users.set_password(arguments.name, _read_password(f"Password for {arguments.name}: "), arguments.operator)
+            print(f"Saved {arguments.name}{' (operator)' if arguments.operator else ''} in {users.path}.")
         if settings.users_file is None and arguments.command != "list":
             print(f"Logins are on once CHAT_USERS_FILE={users.path} is set (in .env or the environment).")
     except ConfigError as error:

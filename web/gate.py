@@ -11,7 +11,7 @@ Logins (`AccessGate`): only what the login page itself needs is open (`OPEN_PATH
 Chainlit's `/project/*` API, `/user`, the thread endpoints and the socket need a login that still counts
 (`web.auth.Logins.session_user`); a token that no longer counts is refused and its cookie cleared, so
 the page shows the login form again. `POST /login` is throttled (`web.auth.LoginThrottle`). Health and
-metrics check their own access (`web.health`).
+metrics (`web.health`) and the operator's page (`web.operator`) check their own access.
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/", "/login", "/logout", "/auth/config", "/project/translations", "/logo", "/favicon",
-                        "/health", "/healthz", "/metrics"})
+                        "/health", "/healthz", "/metrics", "/operator"})
 # Static files, and the page shell of a thread's address (the page itself then asks for the login).
-OPEN_PREFIXES = ("/public/", "/assets/", "/avatars/", "/thread/", "/copilot/")  # /copilot/: the widget's script
+OPEN_PREFIXES = ("/public/", "/assets/", "/avatars/", "/thread/", "/copilot/",  # /copilot/: the widget's script
+                 "/operator/")
 AUTH_COOKIE = "access_token"
 MAX_LOGIN_BYTES = 4096  # a login form is a name and a password; anything larger is refused unread
 

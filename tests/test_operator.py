@@ -1,0 +1,166 @@
+"""The operator's view: unanswered questions grouped from a real SQLite history, the page's routes for operators only
+(a second real login is refused), the CSV the same rows as the page, a document added that answers a question
+marking it answered, and the daily limit per user. The app is the real one on the scripted engine
+(`tests/fake_app.py`): a question with `[quote]` is answered from the passages it was given (it names its sources),
+any other is not, as an uncovered question's reply would be."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from harness.visitor import until, visit
+from insights.unanswered import _Asked, grouped, search_terms
+from tests.conftest import ARTIFACTS, FakeApp
+from tests.test_hostile_clients import cookie
+from web.accounts import UsersFile
+
+NAMES = {"广州塔", "广州", "塔", "陈家祠", "陈家", "家祠", "珠江", "夜游", "珠江夜游", "canton", "tower"}
+# Eight questions the guide does not cover, in three questions' wordings, and questions that it covers.
+UNCOVERED = ["广州塔现在排队要多久？", "今天去广州塔排队的人多不多？", "广州塔排队大概要等多长时间",
+             "陈家祠附近停车多少钱？", "陈家祠停车场收费吗？", "珠江夜游船上有WiFi吗？", "珠江夜游的船上wifi密码是多少",
+             "广州塔现在排队要多久？"]
+COVERED = ["广州塔有多高", "陈家祠在哪里", "珠江夜游的码头在哪", "沙面在哪个区", "白云山有多高", "越秀公园有什么",
+           "广州早茶吃什么", "北京路步行街在哪", "永庆坊有什么好玩的", "广州地铁几点开", "陈家祠的门票多少钱",
+           "中山纪念堂在哪里", "六榕寺有什么", "光孝寺在哪里", "南越王博物院在哪", "广东省博物馆在哪", "海珠湿地在哪",
+           "华南植物园在哪里", "沙湾古镇在哪里", "余荫山房在哪里", "上下九步行街在哪", "广州动物园在哪"]
+
+
+@pytest.mark.fast
+def test_wordings_of_one_question_count_once_and_a_sights_name_alone_joins_nothing():
+    questions = [*UNCOVERED[:7], "广州塔今天开门吗？", "陈家祠门票多少钱？", "广州塔的高度是多少"]
+    asked = [_Asked(text, f"2026-12-04T{hour:02d}:00:00.000Z", "tour_guide", "no_source", search_terms(text))
+             for hour, text in enumerate(questions)]
+    groups = [[question.question for question in group] for group in grouped(asked, NAMES)]
+    assert groups == [UNCOVERED[:3], UNCOVERED[3:5], UNCOVERED[5:7], ["广州塔今天开门吗？"], ["陈家祠门票多少钱？"],
+                      ["广州塔的高度是多少"]]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    state = tmp_path_factory.mktemp("operator-state")
+    (state / "documents").mkdir()
+    users = UsersFile(state / "users.json")
+    users.set_password("alice", "alice-password", operator=True)
+    users.set_password("bob", "bob-password")
+    running = FakeApp(ARTIFACTS / "app-operator.log", CHAT_STATE_DIR=str(state), CHAT_USERS_FILE=str(state / "users.json"),
+                      CHAT_KNOWLEDGE_DIR=str(state / "documents"), CHAT_MAX_NEW_TOKENS="60",
+                      CHAT_OPERATOR_TOKEN="operator-secret-token", CHAT_DAILY_TOKENS_PER_USER="100000")
+    running.wait_until_ready(timeout=60)
+    running.state = state
+    yield running
+    running.stop()
+
+
+ROUTES = ["/operator", "/operator?days=30", "/operator/unanswered.csv", "/operator/unanswered.json",
+          "/operator/usage.csv", "/operator/documents.json", "/operator/users.csv"]
+
+
+def test_only_operators_reach_any_operator_route(site):
+    bob, alice = cookie(site, "bob"), cookie(site, "alice")
+    for route in ROUTES:
+        assert httpx.get(site.url + route, timeout=30).status_code == 403, route
+        assert httpx.get(site.url + route, headers=bob, timeout=30).status_code == 403, route
+        assert httpx.get(site.url + route, headers={"Authorization": "Bearer wrong"}, timeout=30).status_code == 403
+        assert httpx.get(site.url + route, headers=alice, timeout=30).status_code == 200, route
+    token = {"Authorization": "Bearer operator-secret-token"}
+    assert httpx.get(f"{site.url}/operator/usage.json", headers=token, timeout=30).status_code == 200
+    opened = httpx.get(f"{site.url}/operator?token=operator-secret-token", timeout=30)
+    assert opened.status_code == 303 and opened.headers["location"] == "/operator"
+    assert "operator_token=operator-secret-token" in opened.headers["set-cookie"]
+    assert "HttpOnly" in opened.headers["set-cookie"] and "Path=/operator" in opened.headers["set-cookie"]
+
+
+async def ask_thirty(site) -> None:
+    """A visitor's 30 questions, 8 of them not covered by the guide; a thumbs down on three covered ones."""
+    bob = await visit(site.url, cookie(site, "bob"))
+    for question in [*UNCOVERED, *(f"[quote] {question}" for question in COVERED)]:
+        await bob.ask_and_wait(question)
+    replies = [data["id"] for event, data in bob.events if event == "stream_start"]
+    session = bob.socket.connection_auth["sessionId"]
+    for reply in replies[-3:]:
+        given = httpx.put(f"{site.url}/feedback", json={"feedback": {"forId": reply, "value": 0}, "sessionId": session},
+                          headers=cookie(site, "bob"), timeout=30)
+        assert given.status_code == 200, given.text
+    await bob.socket.disconnect()
+    await asyncio.sleep(1)  # the store's last writes
+
+
+def test_the_unanswered_grouped_on_the_page_and_in_the_csv_and_a_new_document_answers_one(site, browser):
+    with ThreadPoolExecutor(1) as pool:  # the socket client's event loop, beside Playwright's
+        pool.submit(asyncio.run, ask_thirty(site)).result()
+
+    alice = cookie(site, "alice")
+    table = list(csv.DictReader(io.StringIO(httpx.get(f"{site.url}/operator/unanswered.csv", headers=alice,
+                                                      timeout=30).text)))
+    assert (table[0]["asked"], table[0]["question"]) == ("4", "广州塔现在排队要多久？")
+    assert [int(row["asked"]) for row in table] == [4, 2, 2, 1, 1, 1]
+    assert {row["question"] for row in table[1:3]} == {"陈家祠停车场收费吗？", "珠江夜游的船上wifi密码是多少"}
+    assert sum("thumbs_down" in row["reasons"] for row in table) == 3 and not any(row["answered_by"] for row in table)
+
+    page = browser.new_page(locale="zh-CN")
+    page.context.add_cookies([{"name": "access_token", "value": alice["Cookie"].split("=", 1)[1], "url": site.url}])
+    page.goto(f"{site.url}/operator")
+    rows = page.locator("[data-operator-unanswered] tr[data-unanswered]")
+    assert rows.count() == len(table)
+    assert [rows.nth(index).locator("td").nth(1).inner_text() for index in range(rows.count())] == \
+           [row["question"] for row in table]
+    assert "导览没能回答的问题" in page.inner_text("body") and page.locator("svg rect").count() >= 24
+    page.screenshot(path=str(ARTIFACTS / "operator-page.png"), full_page=True)
+
+    answer = site.state / "documents" / "广州塔排队.md"
+    answer.write_text("# 广州塔排队\n\n广州塔观光排队通常需要三十分钟，节假日排队更久。", encoding="utf-8")
+    os.utime(answer, (time.time() + 1, time.time() + 1))
+    deadline = time.monotonic() + 40  # the knowledge base rescans every 10 s
+    while time.monotonic() < deadline:
+        page.reload()
+        if page.locator("tr[data-answered]").count():
+            break
+        time.sleep(2)
+    assert page.locator("tr[data-answered]").count() == 1, page.locator("tr[data-answered]").all_inner_texts()
+    assert "广州塔现在排队要多久" in page.locator("tr[data-answered]").inner_text()
+    answered = httpx.get(f"{site.url}/operator/unanswered.csv", headers=alice, timeout=30).text
+    assert "广州塔排队" in next(line for line in answered.splitlines() if line.startswith("4,"))
+    page.close()
+
+
+async def limited_chats(url: str) -> None:
+    bob = await visit(url, cookie_at(url, "bob"))
+    first = await bob.ask_and_wait("第一个问题")  # its prompt alone is past the limit: it is still answered whole
+    assert first.rstrip().endswith("w19") and bob.generated_tokens == 20, first  # the whole budget
+    await asyncio.sleep(1)  # stored
+    await bob.ask("第二个问题")
+    await until(lambda: bob.said("今天的额度已用完"), 30)
+    refusal = next(message["output"] for message in bob.messages if "额度" in message["output"])
+    assert "00:00" in refusal and "50" in refusal and "allowance" in refusal
+    alice = await visit(url, cookie_at(url, "alice"))
+    assert (await alice.ask_and_wait("别人的问题")).rstrip().endswith("w19")
+    await bob.socket.disconnect()
+    await alice.socket.disconnect()
+
+
+def cookie_at(url: str, name: str) -> dict[str, str]:
+    return cookie(SimpleNamespace(url=url), name)
+
+
+def test_a_daily_limit_lets_the_running_reply_finish_and_stops_the_next_question(tmp_path):
+    users = UsersFile(tmp_path / "users.json")
+    for name in ("alice", "bob"):
+        users.set_password(name, f"{name}-password")
+    running = FakeApp(ARTIFACTS / "app-daily-limit.log", CHAT_STATE_DIR=str(tmp_path),
+                      CHAT_USERS_FILE=str(tmp_path / "users.json"), CHAT_MAX_NEW_TOKENS="20",
+                      CHAT_DAILY_TOKENS_PER_USER="50")
+    try:
+        running.wait_until_ready(timeout=60)
+        with ThreadPoolExecutor(1) as pool:  # the socket clients' event loop, beside Playwright's
+            pool.submit(asyncio.run, limited_chats(running.url)).result()
+    finally:
+        running.stop()
