@@ -18,6 +18,7 @@ from config.errors import HistoryError
 from history.conversation import REPLY
 from history.records import connect
 
+MAX_DAYS = 3660  # ten years: a period's days are each a row
 DAY_COLUMNS = ("day", "questions", "chats", "users", "stopped", "thumbs_up", "thumbs_down", "tokens_in", "tokens_out")
 FIGURE = f"""json_extract(s."metadata", '$.{REPLY}.%s')"""
 # The questions and replies of a period (its bounds in UTC, as Chainlit stores times), with their local day and hour.
@@ -137,8 +138,10 @@ def period(days: int | None, since: str | None, until: str | None, today: date |
     try:
         end = date.fromisoformat(until) if until else today + timedelta(days=1)
         start = date.fromisoformat(since) if since else end - timedelta(days=days or 1)
-    except ValueError as error:
+    except (ValueError, OverflowError) as error:
         raise HistoryError(f"{error}: give dates as YYYY-MM-DD, for example --since 2026-11-01.") from None
+    if (end - start).days > MAX_DAYS:
+        raise HistoryError(f"The period from {start} to {end} is longer than {MAX_DAYS} days: choose a shorter one.")
     if start >= end:
         raise HistoryError(f"The period from {start} to {end} (excluded) holds no day: --since must come before "
                            "--until.")

@@ -101,6 +101,10 @@ def test_periods_and_the_refusal_of_an_empty_one():
         period(7, "2026-12-01", "2026-11-01", today)
     with pytest.raises(HistoryError, match="YYYY-MM-DD"):
         period(7, "1 December", None, today)
+    with pytest.raises(HistoryError, match="longer than"):
+        period(5000, None, None, today)
+    with pytest.raises(HistoryError, match="YYYY-MM-DD"):
+        period(10 ** 9, None, None, today)
 
 
 def test_the_command_writes_csv_and_json(database, shanghai, monkeypatch, capsys, tmp_path):
