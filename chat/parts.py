@@ -25,7 +25,8 @@ from engine.service import EngineService
 from history.records import forget_idle
 from history.schema import open_database
 from history.store import ChatStore
-from insights.report import report
+from insights.days import History
+from insights.report import Insights
 from retrieval.grounding import RULES
 from retrieval.knowledge_base import KnowledgeBase
 from telemetry import prometheus
@@ -59,6 +60,7 @@ class ChatApp:
     floor: MemoryFloor
     memory: MemoryMonitor
     demo_tokenizers: DemoTokenizers
+    insights: Insights
 
     def persona(self, name: str | None) -> Persona:
         return self.personas.get(name or "", next(iter(self.personas.values())))
@@ -80,10 +82,12 @@ class ChatApp:
                 for index, persona in enumerate(personas)]
 
     def start(self) -> None:
-        """With the web server: load the engine and index the documents in the background, forget idle
-        conversations (`CHAT_HISTORY_DAYS`) at start and then once a day."""
+        """With the web server: load the engine and index the documents in the background, read the last year's
+        days for the operator's page, forget idle conversations (`CHAT_HISTORY_DAYS`) at start and then once a day."""
         self.engine.start()
         self.knowledge.start()
+        if self.settings.operator_token or self.logins:
+            asyncio.create_task(asyncio.to_thread(self.insights.history.read_ahead))
         if self.settings.history_days:
             asyncio.create_task(self._forget_idle_conversations())
 
@@ -110,7 +114,8 @@ def build_app(settings: Settings, engine: EngineService) -> ChatApp:
                               {name: persona.knowledge for name, persona in personas.items()})
     return ChatApp(settings, engine, personas, logins, ChatStore(settings.database), knowledge,
                    ReplyQueue(settings.max_concurrent_replies), MemoryFloor(int(settings.min_available_gib * GIB)),
-                   MemoryMonitor(), DemoTokenizers(settings.cache_dir, engine.model))
+                   MemoryMonitor(), DemoTokenizers(settings.cache_dir, engine.model),
+                   Insights(History(settings.database, settings.persona), knowledge))
 
 
 def built_or_exit() -> ChatApp:
@@ -134,8 +139,7 @@ def serve_app(app: ChatApp) -> None:
     limit_bodies()
     add_health_routes(app.engine, settings.metrics_token, app.logins)
     add_join_page(app.logins is not None)
-    add_operator_page(lambda since, until: report(settings.database, since, until, app.knowledge, settings.persona),
-                      settings.operator_token, app.logins, settings.history_days)
+    add_operator_page(app.insights.report, settings.operator_token, app.logins, settings.history_days)
     remember_origins()
     announce(app.logins is not None)
     add_owner_checks(app.store, app.logins)

@@ -13,7 +13,8 @@ import sys
 
 from config.errors import ChatError, cannot
 from history.records import configured_database
-from insights.report import KINDS, as_csv, as_json, report
+from insights.days import History
+from insights.report import KINDS, Insights, as_csv, as_json
 from insights.usage import period
 from retrieval.knowledge_base import KnowledgeBase
 
@@ -36,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         personas = load_personas(settings.prompts_dir, settings.persona)
         knowledge = KnowledgeBase(settings.knowledge_index, settings.knowledge_folder,
                                   {persona.name: persona.knowledge for persona in personas})
-        figures = report(database, *period(arguments.days, arguments.since, arguments.until), knowledge,
-                         settings.persona)
+        figures = Insights(History(database, settings.persona), knowledge).report(
+            *period(arguments.days, arguments.since, arguments.until))
     except (ChatError, sqlite3.Error) as error:
         return cannot(f"report {arguments.kind}", error)
     print((as_csv if arguments.csv else as_json)(figures, arguments.kind), end="" if arguments.csv else "\n")

@@ -8,14 +8,11 @@ visitors use, or hold nothing they ask about.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter
 from dataclasses import dataclass
-from datetime import date
-from pathlib import Path
 
 from history.conversation import REPLY, SOURCES
-from history.records import connect
-from insights.usage import utc_bound
 
 SOURCES_OF_REPLIES = f'''
     SELECT json_extract(s."metadata", '$.{REPLY}.{SOURCES}') AS sources FROM steps s
@@ -29,15 +26,19 @@ class DocumentUse:
     never: list[str]  # the knowledge base's documents no reply of the period drew on
 
 
-def document_use(database: Path, since: date, until: date, known: dict[str, tuple[str, float]]) -> DocumentUse:
-    """`known`: the documents the knowledge base holds now (`KnowledgeIndex.documents`)."""
-    with connect(database) as connection:
-        rows = connection.execute(SOURCES_OF_REPLIES, {"start": utc_bound(since), "end": utc_bound(until)}).fetchall()
-    connection.close()
-    documents, passages = Counter(), Counter()
-    for row in rows:
+def sources_on(connection: sqlite3.Connection, bounds: dict[str, str]) -> tuple[Counter[str], Counter[str]]:
+    """The documents and the passages the replies within `bounds` (a day's start and end as stored times) drew on:
+    how many replies each."""
+    documents: Counter[str] = Counter()
+    passages: Counter[str] = Counter()
+    for row in connection.execute(SOURCES_OF_REPLIES, bounds):
         labels = {passage["label"] for passage in json.loads(row["sources"])}
         passages.update(labels)
         documents.update({label.split(" · ")[0] for label in labels})
+    return documents, passages
+
+
+def document_use(documents: Counter[str], passages: Counter[str], known: dict[str, tuple[str, float]]) -> DocumentUse:
+    """From the period's counts; `known`: the documents the knowledge base holds now (`KnowledgeIndex.documents`)."""
     return DocumentUse(dict(documents.most_common()), dict(passages.most_common()),
                        sorted(name for name in known if name not in documents))

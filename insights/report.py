@@ -6,13 +6,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import date
-from pathlib import Path
 
+from insights.days import History
 from insights.documents import DocumentUse, document_use
 from insights.unanswered import COLUMNS, Unanswered, mark_answered, unanswered
-from insights.usage import DAY_COLUMNS, Usage, usage
+from insights.usage import DAY_COLUMNS, Usage, combined
+from retrieval.index import Found
 from retrieval.knowledge_base import KnowledgeBase
 
 KINDS = ("usage", "unanswered", "documents", "users")
@@ -26,13 +28,31 @@ class Report:
     documents: DocumentUse
 
 
-def report(database: Path, since: date, until: date, knowledge: KnowledgeBase, default_persona: str) -> Report:
-    """The period's figures; unanswered questions searched again in the knowledge base as it is now, in the folders
-    of the persona they were asked (`default_persona` where the chat named none)."""
-    documents = knowledge.index.documents(knowledge.all_folders())
-    groups = unanswered(database, since, until, documents, default_persona)
-    mark_answered(groups, lambda question, persona: knowledge.index.search(question, knowledge.folders(persona), 1))
-    return Report(usage(database, since, until, default_persona), groups, document_use(database, since, until, documents))
+class Insights:
+    """The operator's figures of any period, from the history's days (`insights.days`) and the knowledge base as it is
+    now; the searches that tell whether a new document answers a question are kept until a document changes."""
+
+    def __init__(self, history: History, knowledge: KnowledgeBase) -> None:
+        self.history, self.knowledge = history, knowledge
+        self._documents: dict[str, tuple[str, float]] = {}  # the documents the searches below were made in
+        self._found: dict[tuple[str, str], list[Found]] = {}  # (question, persona): the best passage
+
+    def report(self, since: date, until: date) -> Report:
+        """Unanswered questions are searched again in the folders of the persona they were asked."""
+        days = self.history.days(since, until)
+        documents = self.knowledge.index.documents(self.knowledge.all_folders())
+        groups = unanswered([asked for day in days.values() for asked in day.asked], documents)
+        if documents != self._documents:
+            self._documents, self._found = documents, {}
+        mark_answered(groups, self._search)
+        return Report(combined({day: figures.usage for day, figures in days.items()}), groups, document_use(
+            sum((day.documents for day in days.values()), Counter()),
+            sum((day.passages for day in days.values()), Counter()), documents))
+
+    def _search(self, question: str, persona: str) -> list[Found]:
+        if (question, persona) not in self._found:
+            self._found[question, persona] = self.knowledge.index.search(question, self.knowledge.folders(persona), 1)
+        return self._found[question, persona]
 
 
 def as_json(figures: Report, kind: str) -> str:

@@ -4,31 +4,33 @@ A question counts when its reply (with the knowledge base on) drew on no passage
 cover it, or got a thumbs down. Questions asked in other words count once: they are grouped by the search terms the
 knowledge base searches with (`retrieval.terms`, with English words' Chinese from its glossary), each term weighted
 by how rare it is among the period's questions, without the words that only frame a question (now, today, how long,
-how much). Two wordings are one question when they share enough of that weight and at least one term that is not a
-name of the guide's documents: "广州塔今天排队的人多吗" and "现在去广州塔要排队多久" meet on 广州塔 and 排队, while
-"广州塔今天开门吗" shares only the sight's name with them, and is another question. A group is marked answered when the knowledge base, searched again now, puts first a
-passage of a document changed after the group was last asked (a document added for it).
+how much, may I). Two wordings are one question when they share enough of that weight and at least one term that is
+not a name of the guide's documents, and do not name two different places: "广州塔今天排队的人多吗" and
+"现在去广州塔要排队多久" meet on 广州塔 and 排队, while "广州塔今天开门吗" shares only the sight's name with them and
+"陈家祠排队要多久" asks about another place. A group is marked answered when the knowledge base, searched again now,
+puts first a passage that speaks of what the group asked about, of a document changed after it was last asked.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from history.conversation import APPENDED, REPLY, SOURCES
-from history.records import connect
-from insights.usage import stored_time, utc_bound
+from insights.usage import stored_time
 from retrieval.grounding import says_not_covered
 from retrieval.index import Found
-from retrieval.terms import terms, translated
+from retrieval.terms import GLOSSARY, terms, translated
 
 SAME_QUESTION = 0.4  # weighted share of terms two wordings of one question have in common, at least
-FRAME = frozenset("现在 今天 明天 今晚 多久 多长 多长时间 长时间 时间 大概 大约 多不多 不多 人 等 几点 多少钱 钱 需要 一般 附近 "
+FRAME = frozenset("问 想问 问一下 第 不能 能不能 可不可以 带 现在 今天 明天 今晚 多久 多长 多长时间 长时间 时间 大概 大约 多不多 不多 人 等 几点 多少钱 钱 需要 一般 附近 "
                   "now today tonight long much time usually near".split())
 COLUMNS = ("asked", "question", "reasons", "wordings", "last_asked", "persona", "answered_by")
 REASONS = {"no_source": "资料中未见 no source", "not_covered": "回答说资料未涉及 said not covered",
@@ -56,6 +58,7 @@ class Unanswered:
     persona: str
     reasons: dict[str, int]  # how many times each reason applied
     wordings: list[str] = field(default_factory=list)  # every distinct wording, most asked first
+    about: list[str] = field(default_factory=list)  # its search terms other than the documents' names
     answered_by: str = ""  # the document that now answers it, once one does
 
     def row(self) -> list:
@@ -64,27 +67,30 @@ class Unanswered:
 
 
 @dataclass
-class _Asked:
+class Asked:
+    """One asking of a question the guide could not answer."""
+
     question: str
     at: str
     persona: str
     reason: str
-    terms: set[str]
+    terms: frozenset[str]
 
 
-def unanswered(database: Path, since: date, until: date, documents: dict[str, tuple[str, float]],
-               default_persona: str = "-") -> list[Unanswered]:
-    """The period's unanswered questions, grouped, most asked first (then the latest first). `documents`: the
-    knowledge base's (`KnowledgeIndex.documents`), whose names tell what a question is about; a chat that named no
+def asked_on(connection: sqlite3.Connection, bounds: dict[str, str], default_persona: str) -> list[Asked]:
+    """The unanswered questions asked within `bounds` (a day's start and end as stored times); a chat that named no
     persona had `default_persona`."""
-    with connect(database) as connection:
-        rows = connection.execute(REPLIES, {"start": utc_bound(since), "end": utc_bound(until)}).fetchall()
-    connection.close()
-    asked = [_Asked(row["question"].strip(), row["at"], row["persona"] or default_persona, reason(row), search_terms(row["question"]))
-             for row in rows if row["question"] and row["question"].strip()]
-    latest = max((question.at for question in asked), default="")
-    return sorted((_summary(group) for group in grouped(asked, name_terms(documents, latest))), key=lambda group: (group.asked, group.last_asked),
-                  reverse=True)
+    return [Asked(row["question"].strip(), row["at"], row["persona"] or default_persona, reason(row),
+                  search_terms(row["question"]))
+            for row in connection.execute(REPLIES, bounds) if row["question"] and row["question"].strip()]
+
+
+def unanswered(asked: list[Asked], documents: dict[str, tuple[str, float]]) -> list[Unanswered]:
+    """A period's unanswered questions, grouped, most asked first (then the latest first). `documents`: the
+    knowledge base's (`KnowledgeIndex.documents`), whose names tell what a question is about."""
+    names = name_terms(documents, max((question.at for question in asked), default=""))
+    return sorted((_summary(group, names) for group in grouped(asked, names)),
+                  key=lambda group: (group.asked, group.last_asked), reverse=True)
 
 
 def reason(row) -> str:
@@ -93,8 +99,11 @@ def reason(row) -> str:
     return "not_covered" if says_not_covered(row["reply"] or "") else "no_source"
 
 
-def search_terms(question: str) -> set[str]:
-    return (set(terms(question)) | set(translated(question))) - FRAME
+@functools.lru_cache(maxsize=1 << 16)
+def search_terms(question: str) -> frozenset[str]:
+    """The terms a question is grouped by: its English words that the glossary knows stand in Chinese, so that
+    "How long is the queue?" meets "排队要多久"."""
+    return frozenset((set(terms(question)) - GLOSSARY.keys() | set(translated(question))) - FRAME)
 
 
 def name_terms(documents: dict[str, tuple[str, float]], before: str) -> set[str]:
@@ -104,60 +113,81 @@ def name_terms(documents: dict[str, tuple[str, float]], before: str) -> set[str]
             if stored_time(datetime.fromtimestamp(changed, UTC)) < before for term in search_terms(f"{name} {title}")}
 
 
-def grouped(asked: list[_Asked], names: set[str]) -> list[list[_Asked]]:
-    """Wordings of one question together: each new wording joins the group of the first earlier one it is similar
-    to (a term's weight: the log of how rare it is among these questions); a wording asked again, its group."""
+def grouped(asked: list[Asked], names: set[str]) -> list[list[Asked]]:
+    """Wordings of one question together: each new wording joins the group of the first earlier wording it is similar
+    to (a term's weight: the log of how rare it is among these questions); a wording asked again, its group.
+
+    Only wordings that share a term among the rarest of both are compared: a wording's prefix holds its rarest terms
+    until the rest weigh less than `SAME_QUESTION` of it, and two similar wordings always share a prefix term (prefix
+    filtering, Chaudhuri et al. 2006), so a year of questions groups in a fraction of a second."""
     counts = Counter(term for question in asked for term in question.terms)
     weight = {term: math.log(1 + len(asked) / count) for term, count in counts.items()}
-    groups: list[list[_Asked]] = []
-    wordings: list[list[set[str]]] = []  # each group's distinct wordings' terms
+    groups: list[list[Asked]] = []
+    wordings: list[tuple[set[str], int]] = []  # each distinct wording's terms, and its group
     group_of: dict[str, int] = {}  # a wording's text: its group
-    holding: dict[str, set[int]] = {}  # a term other than a name: the groups holding a wording with it
+    prefixed: dict[str, list[int]] = {}  # a term: the wordings with it in their prefix
     for question in sorted(asked, key=lambda question: question.at):
         number = group_of.get(wording := _normal(question.question))
         if number is None:
-            candidates = set().union(*(holding.get(term, set()) for term in question.terms - names))
-            number = next((candidate for candidate in sorted(candidates)
-                           if any(_similar(question.terms, other, weight, names) for other in wordings[candidate])),
-                          None)
-            if number is None:
-                number = len(groups)
+            prefix = _prefix(question.terms, weight)
+            candidates = {other for term in prefix for other in prefixed.get(term, ())}
+            number = min((wordings[other][1] for other in candidates
+                          if _similar(question.terms, wordings[other][0], weight, names)), default=len(groups))
+            if number == len(groups):
                 groups.append([])
-                wordings.append([])
-            wordings[number].append(question.terms)
+            for term in prefix:
+                prefixed.setdefault(term, []).append(len(wordings))
+            wordings.append((question.terms, number))
             group_of[wording] = number
-            for term in question.terms - names:
-                holding.setdefault(term, set()).add(number)
         groups[number].append(question)
     return groups
 
 
+def _prefix(terms: set[str], weight: dict[str, float]) -> list[str]:
+    """The rarest terms, until those left weigh less than the share two similar wordings have in common."""
+    rest = sum(map(weight.get, terms))
+    least = SAME_QUESTION * rest * (1 - 1e-9)  # a hair longer than needed, against rounding
+    prefix = []
+    for term in sorted(terms, key=lambda term: (-weight[term], term)):
+        if rest < least:
+            break
+        prefix.append(term)
+        rest -= weight[term]
+    return prefix
+
+
 def _similar(one: set[str], other: set[str], weight: dict[str, float], names: set[str]) -> bool:
+    """Enough weight in common, a term in common that is not a name, and no two different places."""
     shared = one & other
-    return bool(shared - names) and sum(map(weight.get, shared)) >= SAME_QUESTION * sum(map(weight.get, one | other))
+    if not shared - names or (one & names and other & names and not shared & names):
+        return False
+    return sum(map(weight.get, shared)) >= SAME_QUESTION * sum(map(weight.get, one | other))
 
 
 def _normal(question: str) -> str:
     return re.sub(r"[\W_]+", "", question.lower())
 
 
-def _summary(group: list[_Asked]) -> Unanswered:
+def _summary(group: list[Asked], names: set[str]) -> Unanswered:
     wordings = Counter(question.question for question in group)
     latest = {question.question: question.at for question in group}
     ordered = sorted(wordings, key=lambda wording: (wordings[wording], latest[wording]), reverse=True)
     persona = Counter(question.persona for question in group).most_common(1)[0][0]
     return Unanswered(ordered[0], len(group), max(latest.values()), persona,
-                      dict(Counter(question.reason for question in group).most_common()), ordered)
+                      dict(Counter(question.reason for question in group).most_common()), ordered,
+                      sorted(search_terms(ordered[0]) - names))
 
 
 def mark_answered(groups: list[Unanswered], search: Callable[[str, str], list[Found]]) -> None:
-    """Mark each group that a document changed since it was last asked now answers (`search(question, persona)`:
-    the knowledge base's best passages, best first)."""
+    """Mark each group answered whose best passage now (`search(question, persona)`: the knowledge base's best
+    passages, best first) is of a document changed since it was last asked, and speaks of what it is about: a sight's
+    document edited for something else answers none of the questions about that sight."""
     for group in groups:
         for found in search(group.question, group.persona)[:1]:
             try:
                 changed = Path(found.path).stat().st_mtime
             except OSError:
                 continue
-            if stored_time(datetime.fromtimestamp(changed, UTC)) > group.last_asked:
+            if (stored_time(datetime.fromtimestamp(changed, UTC)) > group.last_asked
+                    and set(group.about) & search_terms(f"{found.title} {found.section} {found.whole or found.text}")):
                 group.answered_by = found.name

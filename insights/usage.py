@@ -1,15 +1,16 @@
 """What visitors asked and how the replies went, counted from the stored conversations.
 
-For a period of local days: questions per day and per hour, chats, logged-in users (visitors without logins are not
-told apart), replies stopped, thumbs up and down, tokens in and out, first-token and reply times (p50, p95), and the
-same counts per persona, per model and, with logins, per user. A reply counts from the figures stored with it
-(`chat.reply_message`), so replies stored by an earlier version count as questions and chats only. Also a user's
-tokens of today, for the daily limit (`CHAT_DAILY_TOKENS_PER_USER`). Standard library only (sqlite3), read-only,
-also while the app runs.
+For a period of local days, added up from each day's figures (`insights.days` reads and keeps them): questions per
+day and per hour, chats, logged-in users (visitors without logins are not told apart), replies stopped, thumbs up and
+down, tokens in and out, first-token and reply times (p50, p95), and the same counts per persona, per model and, with
+logins, per user. A reply counts from the figures stored with it (`chat.reply_message`), so replies stored by an
+earlier version count as questions and chats only. Also a user's tokens of today, for the daily limit
+(`CHAT_DAILY_TOKENS_PER_USER`). Standard library only (sqlite3), read-only, also while the app runs.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -21,10 +22,10 @@ from history.records import connect
 MAX_DAYS = 3660  # ten years: a period's days are each a row
 DAY_COLUMNS = ("day", "questions", "chats", "users", "stopped", "thumbs_up", "thumbs_down", "tokens_in", "tokens_out")
 FIGURE = f"""json_extract(s."metadata", '$.{REPLY}.%s')"""
-# The questions and replies of a period (its bounds in UTC, as Chainlit stores times), with their local day and hour.
+# The questions and replies of a day (its bounds in UTC, as Chainlit stores times), with their local hour.
 STEPS = f'''
     SELECT s."type", s."threadId", t."userIdentifier" AS user, json_extract(t."metadata", '$.chat_profile') AS persona,
-           date(s."createdAt", 'localtime') AS day, CAST(strftime('%H', s."createdAt", 'localtime') AS INT) AS hour,
+           CAST(strftime('%H', s."createdAt", 'localtime') AS INT) AS hour,
            {FIGURE % "prompt_tokens"} AS tokens_in, {FIGURE % "generated_tokens"} AS tokens_out,
            {FIGURE % "ttft_s"} AS first_token_s, {FIGURE % "reply_s"} AS reply_s, {FIGURE % "finish"} AS finish,
            {FIGURE % "model"} AS model, f."value" AS feedback
@@ -42,13 +43,45 @@ class Tally:
     """The counts of one day, one persona, model or user, or the whole period."""
 
     questions: int = 0
-    chats: int = 0
+    chats: int = 0  # these two count distinct ones, so they do not add up over days
     users: int = 0
     stopped: int = 0
     thumbs_up: int = 0
     thumbs_down: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+
+    def add(self, other: Tally) -> None:
+        """Add the counts that add up (all but chats and users)."""
+        self.questions += other.questions
+        self.stopped += other.stopped
+        self.thumbs_up += other.thumbs_up
+        self.thumbs_down += other.thumbs_down
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+
+
+@dataclass
+class DayUsage:
+    """A day's figures in the form that adds up over days: tallies by key ("" the day, then "persona:NAME",
+    "model:NAME", "user:NAME"), the chats and users seen by key, questions per hour, and the times of its replies."""
+
+    tallies: dict[str, Tally]
+    chats: dict[str, set[str]]
+    users: dict[str, set[str]]
+    hours: list[int]
+    first_tokens: list[float]
+    replies: list[float]
+
+    @classmethod
+    def empty(cls) -> DayUsage:
+        return cls({}, {}, {}, [0] * 24, [], [])
+
+    def day_tally(self) -> Tally:
+        day = Tally()
+        day.add(self.tallies.get("", day))
+        day.chats, day.users = len(self.chats.get("", ())), len(self.users.get("", ()))
+        return day
 
 
 @dataclass
@@ -75,23 +108,18 @@ def utc_bound(day: date) -> str:
     return stored_time(datetime.combine(day, time.min))
 
 
-def usage(database: Path, since: date, until: date, default_persona: str = "-") -> Usage:
-    """The figures of the days from `since` to `until` (excluded), read from the conversations' database; a chat
-    that named no persona had `default_persona`."""
-    days = {str(since + timedelta(days=offset)): Tally() for offset in range((until - since).days)}
-    total, groups, hours = Tally(), {"persona": {}, "model": {}, "user": {}}, [0] * 24
-    chats: dict[str, set] = {}  # the threads and users seen per key
-    users: dict[str, set] = {}
-    first_tokens, replies = [], []
-    with connect(database) as connection:
-        rows = connection.execute(STEPS, {"start": utc_bound(since), "end": utc_bound(until)}).fetchall()
-    connection.close()
-    for row in rows:
-        tallies = {"": total, row["day"]: days.setdefault(row["day"], Tally())}
-        for kind, value in (("persona", row["persona"] or default_persona), ("model", row["model"]), ("user", row["user"])):
-            if value:
-                tallies[f"{kind}:{value}"] = groups[kind].setdefault(value, Tally())
-        for key, tally in tallies.items():
+def day_usage(connection: sqlite3.Connection, bounds: dict[str, str], default_persona: str) -> DayUsage:
+    """The figures of the day within `bounds` (its start and end as stored times); a chat that named no persona had
+    `default_persona`."""
+    tallies: dict[str, Tally] = {}
+    chats: dict[str, set[str]] = {}
+    users: dict[str, set[str]] = {}
+    hours, first_tokens, replies = [0] * 24, [], []
+    for row in connection.execute(STEPS, bounds):
+        keys = [""] + [f"{kind}:{value}" for kind, value in (("persona", row["persona"] or default_persona),
+                                                               ("model", row["model"]), ("user", row["user"])) if value]
+        for key in keys:
+            tally = tallies.setdefault(key, Tally())
             chats.setdefault(key, set()).add(row["threadId"])
             if row["user"]:
                 users.setdefault(key, set()).add(row["user"])
@@ -109,12 +137,33 @@ def usage(database: Path, since: date, until: date, default_persona: str = "-") 
         else:
             first_tokens += [row["first_token_s"]] if row["first_token_s"] is not None else []
             replies += [row["reply_s"]] if row["reply_s"] is not None else []
-    keyed = {"": total, **days, **{f"{kind}:{name}": tally for kind, named in groups.items()
-                                   for name, tally in named.items()}}
-    for key, tally in keyed.items():
-        tally.chats, tally.users = len(chats.get(key, ())), len(users.get(key, ()))
-    return Usage(str(since), str(until), total, dict(sorted(days.items())), hours, groups["persona"], groups["model"],
-                 groups["user"], percentiles(first_tokens), percentiles(replies))
+    return DayUsage(tallies, chats, users, hours, first_tokens, replies)
+
+
+def combined(days: dict[date, DayUsage]) -> Usage:
+    """The figures of a period from those of its days, in order (every day of it, also those without a question)."""
+    tallies: dict[str, Tally] = {}
+    chats: dict[str, set[str]] = {}
+    users: dict[str, set[str]] = {}
+    hours, first_tokens, replies = [0] * 24, [], []
+    for day in days.values():
+        for key, tally in day.tallies.items():
+            tallies.setdefault(key, Tally()).add(tally)
+            chats.setdefault(key, set()).update(day.chats[key])
+            users.setdefault(key, set()).update(day.users.get(key, ()))
+        hours = [sum(pair) for pair in zip(hours, day.hours)]
+        first_tokens += day.first_tokens
+        replies += day.replies
+    for key, tally in tallies.items():
+        tally.chats, tally.users = len(chats[key]), len(users.get(key, ()))
+    groups: dict[str, dict[str, Tally]] = {"persona": {}, "model": {}, "user": {}}
+    for key, tally in tallies.items():
+        if key:
+            kind, _, name = key.partition(":")
+            groups[kind][name] = tally
+    return Usage(str(min(days)), str(max(days) + timedelta(days=1)), tallies.get("", Tally()),
+                 {str(day): figures.day_tally() for day, figures in days.items()}, hours, groups["persona"],
+                 groups["model"], groups["user"], percentiles(first_tokens), percentiles(replies))
 
 
 def tokens_today(database: Path, user: str, today: date | None = None) -> int:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import math
 import os
+import random
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
@@ -18,7 +21,7 @@ import httpx
 import pytest
 
 from harness.visitor import until, visit
-from insights.unanswered import _Asked, grouped, search_terms
+from insights.unanswered import Asked, _similar, grouped, search_terms
 from tests.conftest import ARTIFACTS, FakeApp
 from tests.test_hostile_clients import cookie
 from web.accounts import UsersFile
@@ -37,11 +40,28 @@ COVERED = ["广州塔有多高", "陈家祠在哪里", "珠江夜游的码头在
 @pytest.mark.fast
 def test_wordings_of_one_question_count_once_and_a_sights_name_alone_joins_nothing():
     questions = [*UNCOVERED[:7], "广州塔今天开门吗？", "陈家祠门票多少钱？", "广州塔的高度是多少"]
-    asked = [_Asked(text, f"2026-12-04T{hour:02d}:00:00.000Z", "tour_guide", "no_source", search_terms(text))
+    asked = [Asked(text, f"2026-12-04T{hour:02d}:00:00.000Z", "tour_guide", "no_source", search_terms(text))
              for hour, text in enumerate(questions)]
     groups = [[question.question for question in group] for group in grouped(asked, NAMES)]
     assert groups == [UNCOVERED[:3], UNCOVERED[3:5], UNCOVERED[5:7], ["广州塔今天开门吗？"], ["陈家祠门票多少钱？"],
                       ["广州塔的高度是多少"]]
+
+
+@pytest.mark.fast
+def test_grouping_compares_only_what_can_be_similar_and_misses_nothing():
+    """Prefix filtering against comparing each new wording with every earlier one, on random wordings."""
+    rng = random.Random(3)
+    vocabulary = [*"排队 停车 收费 宠物 演出 酒店 行李 寄存 轮椅 租借 充电宝 外币 门票 学生 优惠 开门".split(), *sorted(NAMES)]
+    asked = [Asked(f"q{number}", f"2026-12-04T00:{number // 60:02d}:{number % 60:02d}.000Z", "tour_guide", "no_source",
+                   set(rng.sample(vocabulary, rng.randint(1, 5)))) for number in range(400)]
+    counts = Counter(term for question in asked for term in question.terms)
+    weight = {term: math.log(1 + len(asked) / count) for term, count in counts.items()}
+    everyone: list[list[Asked]] = []
+    for question in asked:
+        number = next((index for index, group in enumerate(everyone)
+                       if any(_similar(question.terms, other.terms, weight, NAMES) for other in group)), None)
+        everyone.append([question]) if number is None else everyone[number].append(question)
+    assert grouped(asked, NAMES) == everyone and 20 < len(everyone) < 380
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""`insights.usage` and `python -m insights`: the operator's figures counted from a real SQLite history written as the app writes it (steps with
+"""`insights.usage` (read by `insights.days`) and `python -m insights`: the operator's figures counted from a real SQLite history written as the app writes it (steps with
 Chainlit's UTC times, replies with their stored figures, feedback), on the machine's local days."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from config.errors import HistoryError
 from history.conversation import REPLY
 from history.schema import open_database
 from insights.__main__ import main
-from insights.usage import percentiles, period, tokens_today, usage
+from insights.days import History
+from insights.usage import combined, percentiles, period, tokens_today
 
 pytestmark = pytest.mark.fast
 
@@ -66,7 +67,7 @@ def database(tmp_path):
 
 
 def test_the_figures_of_a_period_on_local_days(database, shanghai):
-    figures = usage(database, date(2026, 12, 1), date(2026, 12, 4))
+    figures = History(database).usage(date(2026, 12, 1), date(2026, 12, 4))
     assert list(figures.days) == ["2026-12-01", "2026-12-02", "2026-12-03"]
     day1, day2, day3 = figures.days.values()
     assert (day1.questions, day2.questions, day3.questions) == (0, 4, 0)  # 17:30 UTC is 01:30 the next day there
@@ -119,3 +120,30 @@ def test_the_command_writes_csv_and_json(database, shanghai, monkeypatch, capsys
     assert capsys.readouterr().out.splitlines()[1:] == ["alice,1,1,200,20,0,0,0", "bob,1,1,0,0,0,0,0"]
     assert main(["usage", "--since", "2026-12-03", "--until", "2026-12-02"]) == 2
     assert "must come before" in capsys.readouterr().err
+
+
+def test_an_ended_day_is_read_once_and_again_when_its_steps_or_feedback_change(database, shanghai):
+    history, day = History(database), (date(2026, 12, 2), date(2026, 12, 3))
+
+    def figures(today: date):
+        return combined({day: figures.usage for day, figures in history.days(*day, today).items()}).total
+
+    def execute(statement: str, *parameters) -> None:
+        with sqlite3.connect(database) as connection:
+            connection.execute(statement, parameters)
+        connection.close()
+
+    assert (figures(date(2026, 12, 9)).tokens_out, figures(date(2026, 12, 9)).thumbs_up) == (120, 1)
+    execute("UPDATE steps SET metadata = json_set(metadata, '$.reply.generated_tokens', 1000) WHERE metadata LIKE ?",
+            '%"generated_tokens": 20%')
+    assert figures(date(2026, 12, 9)).tokens_out == 120  # kept: nothing that marks a change changed
+    assert figures(date(2026, 12, 3)).tokens_out == 1100  # yesterday is read every time
+    alice_reply = 'SELECT s."id" FROM steps s JOIN threads t ON t."id" = s."threadId" WHERE t."userIdentifier" = ' \
+                  "'alice' AND s.\"type\" = 'assistant_message'"
+    execute('INSERT INTO feedbacks ("id", "forId", "threadId", "value") SELECT ?, s."id", s."threadId", 1 FROM '
+            f'steps s WHERE s."id" = ({alice_reply})', str(uuid.uuid4()))
+    assert (figures(date(2026, 12, 9)).thumbs_up, figures(date(2026, 12, 9)).tokens_out) == (2, 1100)
+    execute(f'UPDATE feedbacks SET "value" = 0 WHERE "forId" = ({alice_reply})')
+    assert (figures(date(2026, 12, 9)).thumbs_up, figures(date(2026, 12, 9)).thumbs_down) == (1, 2)
+    execute('DELETE FROM steps WHERE "threadId" IN (SELECT "id" FROM threads WHERE "userIdentifier" = \'bob\')')
+    assert figures(date(2026, 12, 9)).questions == 3  # retention took bob's chat

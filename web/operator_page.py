@@ -14,7 +14,7 @@ from insights.usage import Tally
 
 TEXT = {  # (Chinese, English)
     "title": ("运营者视图", "Operator's view"),
-    "period": ("时间段", "Period"), "today": ("今天", "Today"), "7": ("7 天", "7 days"), "30": ("30 天", "30 days"),
+    "period": ("时间段", "Period"), "today": ("今天", "Today"), "7": ("7 天", "7 days"), "30": ("30 天", "30 days"), "365": ("一年", "A year"),
     "from": ("从", "From"), "until": ("到（不含）", "until (excluded)"), "show": ("查看", "Show"),
     "questions": ("提问", "questions"), "chats": ("对话", "chats"), "users": ("用户", "users"),
     "stopped": ("中途停止", "stopped"), "thumbs_up": ("好评", "thumbs up"), "thumbs_down": ("差评", "thumbs down"),
@@ -88,7 +88,7 @@ def _pair(values: dict[str, float | None]) -> str:
 
 def _period_form(period: dict[str, str], t) -> str:
     links = " ".join(f'<a href="/operator?days={days}"{" class=on" if period.get("days") == days else ""}>'
-                     f'{t("today" if days == "1" else days)}</a>' for days in ("1", "7", "30"))
+                     f'{t("today" if days == "1" else days)}</a>' for days in ("1", "7", "30", "365"))
     return (f'<form method="get" action="/operator">{t("period")}: {links} · {t("from")} '
             f'<input type="date" name="since" value="{html.escape(period.get("since", ""))}"> {t("until")} '
             f'<input type="date" name="until" value="{html.escape(period.get("until", ""))}"> '
@@ -151,7 +151,8 @@ h1 { margin: 0; font-size: 1.5rem; } h2 { font-size: 1.1rem; margin: 1.5rem 0 .5
 .cards { display: flex; flex-wrap: wrap; gap: .5rem; }
 .card { border: 1px solid #d0d7de; border-radius: 8px; padding: .5rem .8rem; min-width: 6rem; }
 .card b { display: block; font-size: 1.3rem; }
-table { border-collapse: collapse; width: 100%; font-size: .9rem; }
+section { overflow-x: auto; }  /* on a phone the tables scroll sideways, whole */
+table { border-collapse: collapse; width: 100%; min-width: 40rem; font-size: .9rem; }
 td, th { border-bottom: 1px solid #d0d7de; padding: .3rem .5rem; text-align: left; vertical-align: top; }
 tr[data-answered] { color: #57606a; background: #f0fff4; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 1rem; }
