@@ -129,8 +129,8 @@ def built_or_exit() -> ChatApp:
 
 def serve_app(app: ChatApp) -> None:
     """Wire the parts into Chainlit's web server: private files, the page offline and Chinese first, the origins and
-    body limits, health and metrics, the join page, the operator's page (and the addresses printed), the widget's host sites, owner checks,
-    the socket's checks, and the login gate."""
+    body limits, health and metrics, the join page, the operator's page (and the addresses printed), the widget's
+    host sites, owner checks, the socket's checks, and the login gate."""
     settings = app.settings
     make_private(settings.state_dir, [path for path in (settings.users_file, settings.database, Path(".env")) if path])
     serve_page_offline()

@@ -47,7 +47,8 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
             figures.props = footer(streamed.stats, label, speech(message.content)).props
             message.elements = [figures, *reply_token_view(session.branchable, message, prompt, sampling,
                                                            [*before, *streamed.probabilities], branch_from)]
-            message.metadata[mark] = stored_figures(streamed.stats, engine.model_name)  # stored with it: elements are not
+            # Stored with it: elements are not.
+            message.metadata[mark] = stored_figures(streamed.stats, engine.model_name)
             if mark == SET_ASIDE:
                 message.metadata[mark]["branch_from"] = branch_from
             await finish(message)
@@ -57,8 +58,8 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
 
 def stored_figures(stats: ReplyStats, model: str) -> dict:
     """The figures kept with a reply: its footer's, and what the operator's usage counts (`insights.usage`)."""
-    return {**footer_figures(stats), "prompt_tokens": stats.prompt_tokens, "finish": stats.finish_reason, "model": model,
-            "reply_s": None if stats.reply_time is None else round(stats.reply_time, 2)}
+    return {**footer_figures(stats), "prompt_tokens": stats.prompt_tokens, "finish": stats.finish_reason,
+            "model": model, "reply_s": None if stats.reply_time is None else round(stats.reply_time, 2)}
 
 
 def log_reply(session: ChatSession, sampling: Sampling, streamed: Streamed, messages: int, kind: str) -> None:

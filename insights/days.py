@@ -62,7 +62,7 @@ class History:
                 kept = self._kept.get(day) if day < ended else None
                 if kept is None or kept[0] != mark:
                     kept = (mark, self._read(connection, bounds) if mark[0] else Day(DayUsage.empty(), []))
-                    if day < ended:
+                    if day < ended and mark[0]:  # an empty day costs its count alone: not kept
                         self._kept[day] = kept
                 days[day] = kept[1]
         return days

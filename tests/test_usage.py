@@ -1,5 +1,6 @@
-"""`insights.usage` (read by `insights.days`) and `python -m insights`: the operator's figures counted from a real SQLite history written as the app writes it (steps with
-Chainlit's UTC times, replies with their stored figures, feedback), on the machine's local days."""
+"""`insights.usage` (read by `insights.days`) and `python -m insights`: the operator's figures counted from a real
+SQLite history written as the app writes it (steps with Chainlit's UTC times, replies with their stored figures,
+feedback), on the machine's local days."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ from insights.usage import Tally
 
 TEXT = {  # (Chinese, English)
     "title": ("运营者视图", "Operator's view"),
-    "period": ("时间段", "Period"), "today": ("今天", "Today"), "7": ("7 天", "7 days"), "30": ("30 天", "30 days"), "365": ("一年", "A year"),
+    "period": ("时间段", "Period"), "today": ("今天", "Today"), "7": ("7 天", "7 days"), "30": ("30 天", "30 days"),
+    "365": ("一年", "A year"),
     "from": ("从", "From"), "until": ("到（不含）", "until (excluded)"), "show": ("查看", "Show"),
     "questions": ("提问", "questions"), "chats": ("对话", "chats"), "users": ("用户", "users"),
     "stopped": ("中途停止", "stopped"), "thumbs_up": ("好评", "thumbs up"), "thumbs_down": ("差评", "thumbs down"),
@@ -58,7 +59,8 @@ def page(figures: Report, period: dict[str, str], english: bool, keep_days: int,
     sections = [
         f'<section data-operator-unanswered><h2>{t("unanswered")}</h2><p class="note">{t("unanswered_note")}</p>'
         f'{_unanswered(figures, t)}</section>',
-        f'<section class="charts"><div><h2>{t("per_day")}</h2>{_bars([(day, tally.questions) for day, tally in usage.days.items()])}</div>'
+        f'<section class="charts"><div><h2>{t("per_day")}</h2>'
+        f'{_bars([(day, tally.questions) for day, tally in usage.days.items()])}</div>'
         f'<div><h2>{t("per_hour")}</h2>{_bars([(f"{hour:02d}", count) for hour, count in enumerate(usage.hours)])}'
         f'</div></section>',
         f'<section><h2>{t("documents")}</h2>{_documents(figures, t)}</section>',
