@@ -61,11 +61,20 @@ class AppProcess:
         return self.log_path.read_text(errors="replace")
 
     def wait_until_ready(self, timeout: float = 180) -> None:
+        """Until the engine is ready and the web server takes connections: the engine loads beside the server's
+        start, so on a fast (fake) engine its line can come before the port is open."""
         deadline = time.monotonic() + timeout
-        while "Engine ready" not in self.log():
+        while "Engine ready" not in self.log() or not self._listening():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the app did not start; its log:\n{self.log()[-5000:]}")
             time.sleep(0.5)
+
+    def _listening(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            return True
+        except OSError:
+            return False
 
     def engine_processes(self) -> list[psutil.Process]:
         return [child for child in psutil.Process(self.process.pid).children(recursive=True)
