@@ -18,6 +18,7 @@ from retrieval.index import Found
 from retrieval.knowledge_base import KnowledgeBase
 
 KINDS = ("usage", "unanswered", "documents", "users")
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")  # a cell starting so is run as a formula by spreadsheets
 USER_COLUMNS = ("user", "chats", "questions", "tokens_in", "tokens_out", "stopped", "thumbs_up", "thumbs_down")
 
 
@@ -64,7 +65,7 @@ def as_json(figures: Report, kind: str) -> str:
 def as_csv(figures: Report, kind: str) -> str:
     """One table per kind: the days, the unanswered questions, the documents by use (never used: 0), the users."""
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = _SpreadsheetSafe(csv.writer(out))
     if kind == "usage":
         writer.writerow(DAY_COLUMNS)
         writer.writerows([day, *asdict(tally).values()] for day, tally in figures.usage.days.items())
@@ -79,3 +80,19 @@ def as_csv(figures: Report, kind: str) -> str:
         writer.writerows([name, tally.chats, tally.questions, tally.tokens_in, tally.tokens_out, tally.stopped,
                           tally.thumbs_up, tally.thumbs_down] for name, tally in figures.usage.users.items())
     return out.getvalue()
+
+
+class _SpreadsheetSafe:
+    """A CSV writer whose text cells cannot run as formulas when an operator opens the file in a spreadsheet: a
+    visitor's question "=HYPERLINK(…)" is written as "'=HYPERLINK(…)" (OWASP's advice on CSV injection)."""
+
+    def __init__(self, writer) -> None:
+        self.writer = writer
+
+    def writerow(self, row) -> None:
+        self.writer.writerow(f"'{cell}" if isinstance(cell, str) and cell.startswith(_FORMULA) else cell
+                             for cell in row)
+
+    def writerows(self, rows) -> None:
+        for row in rows:
+            self.writerow(row)

