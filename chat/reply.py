@@ -104,7 +104,7 @@ async def stream_answer(app: ChatApp, engine: ChatEngine, prompt: RenderedPrompt
         session.conversation.answer(reply.id, reply.content)
         session.alternatives[reply.id] = (reply, reply.content)
         if found is not None:
-            sources.cite(reply, found, session.conversation.turns[-2].content, session.options.teaching)
+            await sources.cite(reply, found, session.conversation.turns[-2].content, session.options.teaching)
 
     try:
         await stream_message(app, session, engine, prompt, events, sampling, REPLY, keep, label=label)

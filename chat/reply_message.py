@@ -4,6 +4,7 @@ a branch): its footer, its token view and its figures added at its end, also whe
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -44,7 +45,8 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
             session.last_reply = streamed.stats
         if message.content:
             branch_from, before = branch or (None, [])
-            figures.props = footer(streamed.stats, label, speech(message.content)).props
+            # Parsing the reply's Markdown takes time in proportion to it: not on the event loop, which every chat shares.
+            figures.props = footer(streamed.stats, label, await asyncio.to_thread(speech, message.content)).props
             message.elements = [figures, *reply_token_view(session.branchable, message, prompt, sampling,
                                                            [*before, *streamed.probabilities], branch_from)]
             # Stored with it: elements are not.

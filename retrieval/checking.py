@@ -17,7 +17,7 @@ from retrieval.index import Found
 _FIGURE = re.compile(r"(?<![A-Za-z0-9.,])(\d+(?:[,.]\d+)*(?:[-–~:]\d+(?:[,.]\d+)*)*)(\s*(?:平方米|平方公里|公里|千米|米|"
                      r"公顷|年代|年|月|日|号线|号|元|块|分钟|小时|点|层|万|亿|岁|%|km|m\b|meters?\b|metres?\b|feet\b|"
                      r"ft\b|yuan\b|rmb\b|minutes?\b|hours?\b))?", re.IGNORECASE)
-_LIST_NUMBER = re.compile(r"^\s*\d+[.、)]\s", re.MULTILINE)  # "1. " starting a line numbers a list: not a figure
+_LIST_NUMBER = re.compile(r"^[ \t]*\d+[.、)]\s", re.MULTILINE)  # "1. " starting a line numbers a list: not a figure
 _QUOTED = re.compile(r"《([^》\n]{2,20})》|“([^”\n]{2,12})”")
 
 
@@ -35,11 +35,22 @@ def claims(reply: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+class Holder:
+    """A text read once, to look up many claims in: every number of a figure, or a quoted name (spaces aside)."""
+
+    def __init__(self, text: str) -> None:
+        self.numbers = numbers(text)
+        self.compact = "".join(text.split())
+
+    def holds(self, claim: str) -> bool:
+        if wanted := numbers(claim):
+            return wanted <= self.numbers
+        return "".join(claim.split()) in self.compact
+
+
 def holds(text: str, claim: str) -> bool:
-    """Whether `text` holds a claim: every number of a figure, or a quoted name (spaces aside)."""
-    if wanted := numbers(claim):
-        return wanted <= numbers(text)
-    return re.sub(r"\s+", "", claim) in re.sub(r"\s+", "", text)
+    """Whether `text` holds a claim (`Holder`)."""
+    return Holder(text).holds(claim)
 
 
 def source_text(passage: Found) -> str:
@@ -48,8 +59,8 @@ def source_text(passage: Found) -> str:
 
 def unsupported(reply: str, given: list[Found], question: str) -> list[str]:
     """The claims of `reply` that neither the passages it was given nor the question hold."""
-    sources = "\n".join([*map(source_text, given), question])
-    return [claim for claim in claims(reply) if not holds(sources, claim)]
+    sources = Holder("\n".join([*map(source_text, given), question]))
+    return [claim for claim in claims(reply) if not sources.holds(claim)]
 
 
 def _plain(number: str) -> str:

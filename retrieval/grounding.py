@@ -32,6 +32,7 @@ IN_ENGLISH = ("（游客用英文提问：请用英文回答，地名、人名�
               "give it in brackets as the passages write it in Chinese.）")  # after a question asked in English
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
+_NO_LINKS = str.maketrans("[]", "［］")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
 
 
@@ -92,8 +93,10 @@ def within(found: list[Found], budget: int, length: Callable[[str], int] = len) 
 
 
 def label(passage: Found) -> str:
-    """How a passage is named to the visitor: its document's file name without extension, and its section."""
-    return f"{passage.name} · {passage.section}" if passage.section else passage.name
+    """How a passage is named to the visitor: its document's file name without extension, and its section. The name
+    goes into the reply's Markdown: square brackets become full-width ones, so no name can form a link or an image."""
+    name = f"{passage.name} · {passage.section}" if passage.section else passage.name
+    return name.translate(_NO_LINKS)
 
 
 def grounded(history: list[Message], found: list[Found]) -> list[Message]:

@@ -24,7 +24,7 @@ from retrieval.reading import SUFFIXES, UnreadableError
 from retrieval.terms import terms
 
 log = logging.getLogger(__name__)
-READER_VERSION = 3  # part of each file's stamp: a new version reads every file again (3: aliases, pinyin, English)
+READER_VERSION = 4  # part of each file's stamp: a new version reads every file again (4: Markdown by a parser)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, folder TEXT NOT NULL, path TEXT NOT NULL UNIQUE,

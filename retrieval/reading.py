@@ -2,10 +2,12 @@
 
 A section is (heading, text); its text keeps paragraphs apart by blank lines. Markdown and DOCX sections follow
 their headings, HTML's its `h1`–`h6` (lxml), a PDF's its pages, plain text is one section. The title is the first
-top heading (HTML's `<title>`, DOCX's Title or first heading), else the file name without its extension. Images and
-links become plain text (`as_plain_text`). A line naming the document's other names ("别名：…", "Also known as: …",
-as in the guide's entries: English names, nicknames) is kept as its `aliases`, which every passage is found by. A file that cannot be read raises `UnreadableError` saying why. Reading
-runs in whatever process calls it: the app reads through `retrieval.reader_process`, which sets the limits.
+top heading (HTML's `<title>`, DOCX's Title or first heading), else the file name without its extension. Markdown is
+read by a real parser (`config.markdown_text`): its images become their alternative text and its links their words
+with the address after them, whatever their brackets. A line naming the document's other names ("别名：…", "Also known
+as: …", as in the guide's entries: English names, nicknames) is kept as its `aliases`, which every passage is found
+by. A file that cannot be read raises `UnreadableError` saying why. Reading runs in whatever process calls it: the app
+reads through `retrieval.reader_process`, which sets the limits.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from config.markdown_text import blocks
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about a broken file repeat the one line we log
 SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx")
@@ -31,8 +35,7 @@ class Document:
 
 
 def read_document(path: Path, max_chars: int | None = None) -> Document:
-    """The document's title and sections, at most `max_chars` of their text (the rest is left out); its images and
-    links as plain text (`as_plain_text`)."""
+    """The document's title and sections, at most `max_chars` of their text (the rest is left out)."""
     suffix = path.suffix.lower()
     try:
         if suffix in (".md", ".markdown"):
@@ -53,32 +56,18 @@ def read_document(path: Path, max_chars: int | None = None) -> Document:
         raise UnreadableError(f"{type(error).__name__}: {error}") from None
     kept, room = [], max_chars if max_chars is not None else float("inf")
     for heading, text in sections:
-        text = as_plain_text(text.strip()[:int(min(room, len(text)))])
+        text = text.strip()[:int(min(room, len(text)))]
         if text.strip():
-            kept.append((as_plain_text(heading.strip()), text.strip()))
+            kept.append((heading.strip(), text.strip()))
             room -= len(text)
     if not kept:
         raise UnreadableError("no text found in it (a scanned PDF needs OCR first)")
     aliases = "; ".join(match.group(1).strip() for _, text in kept for match in ALIASES.finditer(text))
-    return Document(as_plain_text(title.strip()) or path.stem, tuple(kept), aliases)
+    return Document(title.strip() or path.stem, tuple(kept), aliases)
 
 
-def as_plain_text(text: str) -> str:
-    """Markdown's images and links as words: a passage is shown to visitors as Markdown, and an image there would make
-    every visitor's browser fetch its address (which may be anywhere on the LAN). `![a](u)` and `[a](u)` become
-    `a (u)`, `![a][r]` becomes `a`, a link definition `[r]: u` becomes `r: u`, and `<…>` autolinks lose their brackets."""
-    text = _IMAGE_OR_LINK.sub(lambda match: f"{match.group(1)} ({match.group(2).strip()})".strip(), text)
-    text = _REFERENCE.sub(lambda match: match.group(1), text)
-    text = _DEFINITION.sub(lambda match: f"{match.group(1)}{match.group(2)}:", text)
-    return _AUTOLINK.sub(lambda match: match.group(1), text)
-
-
-ALIASES = re.compile(r"^\s*(?:[-*+]\s*)?[^\n:：]{0,12}(?:别名|also known as)[^\n:：]{0,20}[:：](.+)$",
-                      re.MULTILINE | re.IGNORECASE)
-_IMAGE_OR_LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\n]*)\)")
-_REFERENCE = re.compile(r"!?\[([^\]\n]*)\]\[[^\]\n]*\]")
-_DEFINITION = re.compile(r"^(\s*)\[([^\]\n]+)\]:", re.MULTILINE)
-_AUTOLINK = re.compile(r"<((?:https?|ftp|file|data):[^>\s]*)>", re.IGNORECASE)
+ALIASES = re.compile(r"^[ \t]*(?:[-*+][ \t]*)?[^\n:：]{0,12}(?:别名|also known as)[^\n:：]{0,20}[:：](.+)$",
+                     re.MULTILINE | re.IGNORECASE)
 
 
 def _text(path: Path) -> str:
@@ -99,17 +88,17 @@ def _decodes(data: bytes, encoding: str) -> bool:
 
 def _markdown(text: str) -> tuple[str, list[tuple[str, str]]]:
     title, heading, lines, sections = "", "", [], []
-    for line in text.splitlines():
-        match = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
-        if not match:
-            lines.append(line)
+    for block in blocks(text):
+        if not block.heading:
+            indent = "  " * max(0, block.depth - 1) + block.marker
+            lines.append(("\n" if block.gap and lines else "") + indent + block.text)
             continue
         sections.append((heading, "\n".join(lines)))
         lines = []
-        if len(match.group(1)) == 1 and not title:
-            title, heading = match.group(2), ""
+        if block.heading == 1 and not title:
+            title, heading = block.text, ""
         else:
-            heading = match.group(2)
+            heading = block.text
     sections.append((heading, "\n".join(lines)))
     return title, sections
 

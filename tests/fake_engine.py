@@ -9,6 +9,8 @@ engine does. The reply is a script, not a model's:
 - a question containing `[fail]` ends after three words with the engine-fault error a dead engine gives;
 - a question containing `[quote]` is answered with the newest message as the engine got it (with whatever the
   app put around the question), a few characters per token;
+- a question containing `[blank lines]` is answered with 3,000 blank lines between two words, as a small model
+  caught in a loop writes them;
 - with `Sampling.thinking` on, its first `THINKING_WORDS` words are thinking (`t1 t2 ...`), as a thinking
   model's are, and the answer follows;
 - with `Sampling.logprobs` asked for, each word is a token of probability 0.9 with one alternative, ` alt`
@@ -40,6 +42,7 @@ TOKEN_SECONDS = 0.02
 PREFILL_SECONDS = 0.5  # how long weighing a prompt (`prompt_logprobs`) takes
 FAIL = "[fail]"
 QUOTE = "[quote]"
+BLANK_LINES = "[blank lines]"
 THINKING_WORDS = 25  # half a second: time to press stop while it thinks
 ALTERNATIVE = 7  # the token id of every word's one alternative
 
@@ -83,6 +86,7 @@ class FakeEngine:
         thinking = [f"t{index} " for index in range(1, THINKING_WORDS + 1)] if sampling.thinking else []
         newest = history[-1]["content"]
         said = ([newest[start:start + 4] for start in range(0, len(newest), 4)] if QUOTE in newest else
+                ["好的", *["\n" * 1000] * 3, "完"] if BLANK_LINES in newest else
                 [f" w{index}" for index in range(1, sampling.max_new_tokens - len(thinking))])
         words = [*thinking, f"[{len(history)} messages]", *said[:sampling.max_new_tokens - len(thinking) - 1]]
         async for event in self._say(prompt, words, len(thinking), 3 if FAIL in newest else len(words), sampling):

@@ -10,25 +10,29 @@ as not checked against any source. The teaching view shows each claim and the pa
 
 from __future__ import annotations
 
+import asyncio
+
 import chainlit as cl
 
 from history.conversation import APPENDED, REPLY, SOURCES, SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
-from retrieval.checking import claims, holds, source_text, unsupported
+from retrieval.checking import Holder, claims, source_text, unsupported
 from retrieval.grounding import drawn_on, label, says_not_covered
 from retrieval.index import Found
 
 CHECKED = "unsupported"  # in a reply's REPLY metadata: the claims the passages do not hold
 
 
-def cite(reply: cl.Message, found: list[Found], question: str, teaching: bool) -> None:
+async def cite(reply: cl.Message, found: list[Found], question: str, teaching: bool) -> None:
     """Put under a finished reply to `question` (with the knowledge base on, `found` given) its sources, the claims
-    they do not hold, or the mark of a reply not checked; with the teaching view on, the check claim by claim."""
-    lines, used, missing = appended(reply.content, found, question)
+    they do not hold, or the mark of a reply not checked; with the teaching view on, the check claim by claim. The
+    reply is read off the event loop: its time grows with the reply's length."""
+    lines, used, missing = await asyncio.to_thread(appended, reply.content, found, question)
     if used:
         reply.elements += elements(stored(used))
         reply.metadata[REPLY] |= {SOURCES: stored(used), CHECKED: missing}
     if teaching and found:
-        reply.elements += [cl.Text(name="核对 Check", content=check_table(reply.content, found), display="inline")]
+        table = await asyncio.to_thread(check_table, reply.content, found)
+        reply.elements += [cl.Text(name="核对 Check", content=table, display="inline")]
     reply.content += lines
     reply.metadata[REPLY][APPENDED] = len(lines)
 
@@ -44,9 +48,9 @@ def appended(said: str, found: list[Found], question: str) -> tuple[str, list[Fo
 
 def check_table(said: str, found: list[Found]) -> str:
     """The teaching view's check: each figure and quoted name of the reply, and the passages that hold it."""
-    rows = []
+    rows, passages = [], [Holder(source_text(passage)) for passage in found]
     for claim in claims(said):
-        holding = [f"[{number}]" for number, passage in enumerate(found, 1) if holds(source_text(passage), claim)]
+        holding = [f"[{number}]" for number, passage in enumerate(passages, 1) if passage.holds(claim)]
         rows.append(f"| {claim} | {'、'.join(holding) or '✗ 未见 not found'} |")
     if not rows:
         return "**核对 Check**：回答里没有数字或引号中的名称 no figure or quoted name in the reply."
@@ -69,8 +73,17 @@ def elements(passages: list[dict], for_id: str | None = None) -> list[cl.Text]:
     for passage in passages:
         texts.setdefault(passage["label"], []).append(passage["text"])
         titles[passage["label"]] = passage["title"]
-    return [cl.Text(name=name, content=f"**《{titles[name]}》**\n\n" + "\n\n…\n\n".join(parts), display="side",
-                    for_id=for_id) for name, parts in texts.items()]
+    return [cl.Text(name=name, content=f"**《{as_text(titles[name])}》**\n\n" + "\n\n…\n\n".join(map(as_text, parts)),
+                    display="side", for_id=for_id) for name, parts in texts.items()]
+
+
+def as_text(passage: str) -> str:
+    """A passage's words shown as they are: the panel renders Markdown, in which brackets could still form an image
+    (a document's escaped `!\\[…](…)` reads as those characters) that every visitor opening it would fetch."""
+    return passage.translate(_ESCAPED)
+
+
+_ESCAPED = str.maketrans({character: "\\" + character for character in "\\[]<>!"})
 
 
 async def show_again(steps: list[dict]) -> None:
