@@ -6,9 +6,13 @@ taken as a well-formed value, never an uncaught error."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import sqlite3
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from chainlit.types import Pagination, ThreadFilter
@@ -21,7 +25,7 @@ from history.ids import is_uuid
 from history.schema import open_database
 from tests.test_history import new_store, step
 from ui.chat_options import checked, initial_options
-from web.auth import LoginThrottle
+from web.auth import FairChecks, LoginThrottle, login_keys
 from web.socket_guard import EventRefused, _check_auth, _question
 
 pytestmark = pytest.mark.fast
@@ -105,10 +109,42 @@ def test_guesses_sent_at_once_get_no_more_checks_than_guesses_sent_one_by_one():
     throttle.end(other, True)
 
 
-def test_checks_under_way_are_bounded_over_all_users():
+def test_past_many_checks_at_once_only_addresses_that_already_have_one_wait():
     throttle = LoginThrottle(max_failures=3, lockout=60)
-    taken = [throttle.begin([f"user:{index}", f"address:{index}"]) for index in range(100)]
-    assert taken.count(True) == LoginThrottle.MAX_CHECKING
+    first = [throttle.begin([f"user:a{index}", f"address:10.0.0.{index}"]) for index in range(40)]
+    second = [throttle.begin([f"user:b{index}", f"address:10.0.0.{index}"]) for index in range(40)]
+    assert all(first) and not any(second)  # 40 under way, past MAX_CHECKING: one at a time per address
+    assert throttle.begin(["user:alice", "address:10.9.9.9"])  # a user's first attempt is never shut out
+
+
+async def test_password_checks_are_taken_fairly_not_as_they_arrive():
+    throttle = LoginThrottle(max_failures=6, lockout=60)
+    suspects = [f"127.0.0.{number}" for number in range(2, 10)]
+    for address in suspects:
+        throttle.failed(login_keys("guess", address))
+    order: list[str] = []
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        checks = FairChecks(executor, lambda address: throttle.has_failed(login_keys("", address)[1]))
+
+        def check(who: str) -> bool:
+            time.sleep(0.01)
+            order.append(who)
+            return who == "alice"
+
+        guesses = [checks.run(address, functools.partial(check, f"{address}#{round}"))
+                   for round in range(6) for address in suspects]
+        tasks = [asyncio.create_task(guess) for guess in guesses]
+        await asyncio.sleep(0)
+        assert await checks.run("127.0.0.20", functools.partial(check, "alice"))
+        await asyncio.gather(*tasks)
+    assert order.index("alice") == 1  # after the check under way: before every guess
+    firsts = [order.index(f"{address}#0") for address in suspects]
+    assert max(firsts) < min(order.index(f"{address}#1") for address in suspects)  # each address's first, then seconds
+
+
+def test_an_ipv6_client_is_counted_by_its_64_network():
+    assert login_keys("a", "2001:db8:1:2::5")[1] == login_keys("a", "2001:db8:1:2:ffff::9")[1]
+    assert login_keys("a", "10.0.0.1")[1] != login_keys("a", "10.0.0.2")[1]
 
 
 class CountingTokenizer:

@@ -1,6 +1,7 @@
 """Logins, when `CHAT_USERS_FILE` is set: Chainlit's password login checked against the users file, a
 lockout after repeated wrong passwords (of one name from one address; `python -m web.accounts unlock NAME` lifts
-it), the session secret, and whether a login still counts.
+it), password checks taken fairly between addresses (`FairChecks`), the session secret, and whether a login still
+counts.
 
 Chainlit signs a login token (a JWT in an httponly cookie, valid 15 days) and never looks at the users
 file again; `Logins.session_user` does, on every request and message, so removing a user or changing a
@@ -11,14 +12,18 @@ the checkout. Knows nothing of the model.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import ipaddress
+import itertools
 import logging
 import os
 import secrets
 import threading
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import Path
 
 import jwt
@@ -28,6 +33,8 @@ from web.accounts import UsersFile
 
 log = logging.getLogger(__name__)
 SECRET_FILE = "auth_secret"
+# The address a login comes from, set by the gate (`web.gate.AccessGate`) for Chainlit's login callback below it.
+LOGIN_ADDRESS: ContextVar[str] = ContextVar("login_address", default="unknown")
 # Sent with status 429. Chainlit's login page shows the translation of the status text instead
 # ("too many requests" in .chainlit/translations/*.json, auth.login.errors), which says the same.
 LOCKED_OUT = ("登录失败次数过多，已暂时锁定，请稍后再试。 Too many wrong passwords: logins are locked for a while; "
@@ -52,12 +59,15 @@ class LoginThrottle:
 
     The app's keys (`login_keys`): a user name with the address it comes from (locked: five wrong passwords for the
     teacher's name from a student's laptop lock the teacher out of that laptop only, never out of everywhere), and the
-    address alone (slowed: guesses over many names from one address take ever longer)."""
+    address alone (slowed: guesses over many names from one address take ever longer).
+
+    Checks under way are bounded per address (`max_failures`) and, past `MAX_CHECKING` in all, only for addresses that
+    already have one: a neighbour with many addresses fills no door that a user's first attempt must pass."""
 
     WINDOW = 900.0
     MAX_DELAY = 8.0
     MAX_KEYS = 10_000
-    MAX_CHECKING = 32  # password checks under way at once, over all keys
+    MAX_CHECKING = 32  # checks under way at once, in all, beyond which an address gets one at a time
     SLOW_ONLY = "address:"
 
     def __init__(self, max_failures: int, lockout: float, clock: Callable[[], float] = time.monotonic) -> None:
@@ -87,10 +97,12 @@ class LoginThrottle:
     def begin(self, keys: list[str]) -> bool:
         """Reserve a password check for `keys`; False (nothing reserved) when one is locked out, when the recent
         failures and the checks under way already reach the limit for a key that locks (for one that only slows, the
-        checks under way alone), or too many checks run at once."""
-        if (self._under_way >= self.MAX_CHECKING or self.locked_for(keys)
+        checks under way alone), or when many checks run at once and this address already has one."""
+        if (self.locked_for(keys)
                 or any((0 if key.startswith(self.SLOW_ONLY) else len(self._recent(key))) + self._checking[key]
-                       >= self.max_failures for key in keys)):
+                       >= self.max_failures for key in keys)
+                or (self._under_way >= self.MAX_CHECKING
+                    and any(self._checking[key] for key in keys if key.startswith(self.SLOW_ONLY)))):
             return False
         self._under_way += 1
         for key in keys:
@@ -108,6 +120,10 @@ class LoginThrottle:
             self.succeeded(keys)
         elif succeeded is False:
             self.failed(keys)
+
+    def has_failed(self, key: str) -> bool:
+        """Whether `key` had a wrong password within the window."""
+        return key in self._failures and bool(self._recent(key))
 
     def failed(self, keys: list[str]) -> None:
         for key in keys:
@@ -136,7 +152,62 @@ class LoginThrottle:
 
 def login_keys(name: str, address: str) -> list[str]:
     """The throttle's keys for a login of `name` from `address` (`LoginThrottle`)."""
-    return [f"user:{len(name)}:{name}@{address}", f"{LoginThrottle.SLOW_ONLY}{address}"]
+    return [f"user:{len(name)}:{name}@{address}", f"{LoginThrottle.SLOW_ONLY}{network_of(address)}"]
+
+
+def network_of(address: str) -> str:
+    """The address a client is counted by: an IPv6 client by its /64, the network one machine is given (it can use
+    any address in it), an IPv4 client by its own address."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    return str(ipaddress.ip_network(f"{parsed}/64", strict=False)) if parsed.version == 6 else str(parsed)
+
+
+class FairChecks:
+    """Password checks, one at a time on one thread, taken in a fair order rather than as they arrive: first those
+    from addresses without a recent wrong password (a user typing theirs), then each address's first waiting check
+    before any address's second. Whatever a neighbour sends from however many addresses, a user's right password
+    waits for the check under way and the other users' first attempts, not for the guesses."""
+
+    def __init__(self, executor: ThreadPoolExecutor, suspect: Callable[[str], bool]) -> None:
+        self._executor = executor
+        self._suspect = suspect  # whether an address had a recent wrong password
+        self._waiting: list[tuple[tuple[bool, int, int], asyncio.Future, Callable[[], bool], str]] = []
+        self._queued: Counter[str] = Counter()  # checks waiting, per address
+        self._arrivals = itertools.count()
+        self._busy = False
+
+    async def run(self, address: str, check: Callable[[], bool]) -> bool:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        heapq.heappush(self._waiting, ((self._suspect(address), self._queued[address], next(self._arrivals)), done,
+                                       check, address))
+        self._queued[address] += 1
+        self._start_next(loop)
+        return await done
+
+    def _start_next(self, loop: asyncio.AbstractEventLoop) -> None:
+        while not self._busy and self._waiting:
+            _, done, check, address = heapq.heappop(self._waiting)
+            self._queued[address] -= 1
+            if not self._queued[address]:
+                del self._queued[address]
+            if done.cancelled():  # the client left while it waited
+                continue
+            self._busy = True
+            loop.run_in_executor(self._executor, check).add_done_callback(
+                lambda result, done=done: self._finished(loop, result, done))
+
+    def _finished(self, loop: asyncio.AbstractEventLoop, result: asyncio.Future, done: asyncio.Future) -> None:
+        self._busy = False
+        if not done.cancelled():
+            if result.exception() is not None:
+                done.set_exception(result.exception())
+            else:
+                done.set_result(result.result())
+        self._start_next(loop)
 
 
 def _yield_cpu() -> None:
@@ -159,6 +230,8 @@ class Logins:
         # lowest CPU priority, so a burst of logins neither fills the memory, nor takes the threads that replies
         # and the sidebar use, nor the cores of the engine (itself at CHAT_ENGINE_NICE, 19 by default).
         self._hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="password-check", initializer=_yield_cpu)
+        self._checks = FairChecks(self._hashing, lambda address: self.throttle.has_failed(
+            login_keys("", address)[1]))
 
     def apply_unlock(self, name: str) -> None:
         """If an operator ran `python -m web.accounts unlock NAME` since the last look, forget `name`'s lockouts."""
@@ -169,7 +242,10 @@ class Logins:
             log.info("Logins: %s was unlocked by an operator", name)
 
     async def check_password(self, name: str, password: str) -> bool:
-        return await asyncio.get_running_loop().run_in_executor(self._hashing, self._verify, name, password)
+        """Whether `password` is `name`'s, checked in its turn among the logins waiting (`FairChecks`), by the address
+        the gate saw (`LOGIN_ADDRESS`)."""
+        address = network_of(LOGIN_ADDRESS.get())
+        return await self._checks.run(address, lambda: self._verify(name, password))
 
     def _verify(self, name: str, password: str) -> bool:
         try:

@@ -30,7 +30,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request, cookie_parser
 
 from telemetry import prometheus
-from web.auth import LOCKED_OUT, Logins, login_keys
+from web.auth import LOCKED_OUT, LOGIN_ADDRESS, Logins, login_keys
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,7 @@ class AccessGate:
 
         try:
             await asyncio.sleep(throttle.delay(keys))
+            LOGIN_ADDRESS.set(address)  # for the password check's turn (`web.auth.FairChecks`)
             await self.app(scope, _replay(body, receive), note_status)
         finally:
             throttle.end(keys, True if 0 < status < 400 else False if status == 401 else None)
