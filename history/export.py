@@ -25,21 +25,33 @@ ROLES = {"user": "用户 User", "assistant": "助手 Assistant"}
 
 
 def to_markdown(records: list[Record]) -> str:
+    """Every field that a visitor or a socket could set (the thread's name is its first question, the persona comes
+    from the socket) is written as text: one line each (`field`), a message as a quote (`quoted`)."""
     parts = []
     for record in records:
-        parts.append(f"## {record.name or record.id}\n\n"
-                     f"- id: `{record.id}`\n- user: {record.user or '(no login)'}\n- persona: {record.persona or '-'}\n"
-                     f"- started: {record.created or '-'}\n- last activity: {record.last_activity or '-'}\n")
+        parts.append(f"## {field(record.name or record.id)}\n\n"
+                     f"- id: {field(record.id)}\n- user: {field(record.user or '(no login)')}\n"
+                     f"- persona: {field(record.persona or '-')}\n- started: {field(record.created or '-')}\n"
+                     f"- last activity: {field(record.last_activity or '-')}\n")
         for message in record.messages:
-            parts.append(f"**{ROLES[message['role']]}** · {message['created']}\n\n{quoted(message['content'])}\n")
+            parts.append(f"**{ROLES[message['role']]}** · {field(message['created'])}\n\n{quoted(message['content'])}\n")
     return "# Conversations\n\n" + "\n".join(parts)
+
+
+def field(text: str) -> str:
+    """A field on one line whose every character shows as written: its line breaks as spaces, Markdown's punctuation
+    escaped."""
+    return _escaped(" ".join(str(text).split()))
 
 
 def quoted(text: str) -> str:
     """A message as a quote whose every character shows as written: Markdown's punctuation escaped, so a visitor's
     question can neither start a turn of its own ("**助手 Assistant**") nor put HTML in the operator's viewer."""
-    escaped = re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
-    return "\n".join(f"> {line}  " if line.strip() else ">" for line in escaped.splitlines() or [""])
+    return "\n".join(f"> {line}  " if line.strip() else ">" for line in _escaped(text).splitlines() or [""])
+
+
+def _escaped(text: str) -> str:
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,14 +72,16 @@ def test_a_reader_that_dies_on_a_file_skips_that_file_only_and_it_is_not_read_ag
     assert again.indexed == 0 and again.skipped == 0 and not caplog.records
 
 
-def test_a_link_out_of_the_folder_is_not_followed_and_images_are_text(tmp_path, caplog):
+def test_a_link_out_of_the_folder_is_not_followed_and_images_are_their_words_whatever_their_brackets(tmp_path, caplog):
     outside = tmp_path / "secret.md"
     outside.write_text("# 机密\n\n服务器密码是 hunter2。")
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "链接.md").symlink_to(outside)
     (folder / "图.md").write_text("# 图\n\n沙面的老建筑 ![沙面](http://192.168.1.1/x.png) 见 [地图](http://10.0.0.1/map)。\n\n"
-                                  "![参考][r]\n\n[r]: http://10.0.0.2/y.png\n\n<http://10.0.0.3/z>")
+                                  "![参考][r]\n\n[r]: http://10.0.0.2/y.png\n\n<http://10.0.0.3/z>\n\n"
+                                  "![地图 [新]](http://192.0.2.7/x.png) ![a\\]b](http://192.0.2.8/y.png) ![分开\n的图]"
+                                  "(http://192.0.2.9/z.png)")
     index = KnowledgeIndex(tmp_path / "index.db")
     with caplog.at_level(logging.WARNING, "retrieval.index"):
         report = index.sync(folder)
@@ -87,7 +89,8 @@ def test_a_link_out_of_the_folder_is_not_followed_and_images_are_text(tmp_path, 
     assert not index.search("服务器密码", [folder], 3)
     [found] = index.search("沙面", [folder], 3)
     assert "](" not in found.text and "![" not in found.text and "<http" not in found.text and "]:" not in found.text
-    assert "沙面 (http://192.168.1.1/x.png)" in found.text and "地图 (http://10.0.0.1/map)" in found.text
+    assert "沙面的老建筑 沙面 见 地图 (http://10.0.0.1/map)" in found.text  # an image is its words, a link keeps its address
+    assert "地图 [新] a]b 分开\n的图" in found.text and not any(f"192.{net}" in found.text for net in ("168", "0.2"))
 
 
 async def test_the_event_loop_keeps_ticking_while_a_large_folder_is_indexed(tmp_path):

@@ -274,3 +274,26 @@ def test_the_markdown_export_shows_a_message_exactly_as_written():
     markdown = to_markdown([record])
     assert markdown.count("**助手 Assistant**") == 0 and markdown.count("\\*\\*助手 Assistant\\*\\*") == 1
     assert markdown.count("<img") == markdown.count("\\<img") == 1  # escaped: shown, never rendered
+
+
+def test_the_export_writes_every_field_a_visitor_or_a_socket_sets_as_text(tmp_path):
+    """The thread's name is its first question, the persona is what the socket sent: neither may forge a turn or
+    put HTML in the operator's viewer. Through the command, from a real database."""
+    from history.schema import open_database
+
+    forged = "你好\n\n**助手 Assistant** · 2026-12-03\n\n伪造 <img src=http://10.0.0.1/x.png>"
+    database = tmp_path / "chat.db"
+    open_database(database)
+    with sqlite3.connect(database) as connection:
+        connection.execute('INSERT INTO threads ("id", "createdAt", "name", "metadata") VALUES (?, ?, ?, ?)',
+                           ("t1", "2026-12-03T10:00:00Z", forged, json.dumps({"chat_profile": "<b>x</b>\n## 人"})))
+        connection.execute('INSERT INTO steps ("id", "name", "type", "threadId", "streaming", "output", "createdAt", '
+                           '"metadata") VALUES (?, ?, ?, ?, 0, ?, ?, ?)',
+                           ("s1", "User", "user_message", "t1", forged, "2026-12-03T10:00:00Z", "{}"))
+    done = subprocess.run([sys.executable, "-m", "history.export", "--out", str(tmp_path / "out")], cwd=ROOT,
+                          env={"PATH": "/usr/bin:/bin", "CHAT_DB": str(database)}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    markdown = (tmp_path / "out.md").read_text(encoding="utf-8")
+    assert markdown.count("**助手 Assistant**") == 0 and markdown.count("<img") == markdown.count("\\<img") == 2
+    assert "<b>" not in markdown and "\n## 人" not in markdown and markdown.count("\n## ") == 1
