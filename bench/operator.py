@@ -37,7 +37,7 @@ from harness.visitor import ChatClient
 from history.conversation import APPENDED, REPLY, SOURCES, UNCHECKED
 from history.schema import open_database
 
-TOKEN = "bench-operator-token"
+TOKEN = "bench-operator-token-of-32-characters"
 SIGHTS = ["广州塔", "陈家祠", "沙面", "白云山", "越秀公园", "北京路步行街", "永庆坊", "中山纪念堂", "六榕寺", "珠江夜游",
           "南越王博物院", "广东省博物馆", "海珠湿地", "华南植物园", "沙湾古镇", "余荫山房", "上下九步行街", "广州动物园"]
 ASPECTS = ["在哪里", "怎么去", "门票多少钱", "开放时间是几点", "有什么好看的", "历史是什么", "适合带孩子去吗", "要玩多久"]

@@ -36,14 +36,16 @@ from ui.language import chinese_first
 from ui.offline import serve_page_offline
 from web.auth import Logins
 from web.body_limit import limit_bodies
+from web.content_policy import apply_content_policy
 from web.gate import gate_logins, restrict_origins
 from web.health import add_health_routes
-from web.join import add_join_page, announce
+from web.hosts import AppNames, answer_only_to
+from web.join import add_join_page, announce, listening
 from web.operator import add_operator_page
 from web.ownership import add_owner_checks
 from web.private_files import make_private
 from web.socket_guard import guard_socket
-from web.widget import remember_origins, request_origin
+from web.widget import remember_origins, request_origin, serve_widget_font
 
 log = logging.getLogger("app")
 
@@ -128,19 +130,24 @@ def built_or_exit() -> ChatApp:
 
 
 def serve_app(app: ChatApp) -> None:
-    """Wire the parts into Chainlit's web server: private files, the page offline and Chinese first, the origins and
-    body limits, health and metrics, the join page, the operator's page (and the addresses printed), the widget's
-    host sites, owner checks, the socket's checks, and the login gate."""
+    """Wire the parts into Chainlit's web server: private files, the proxies believed, the page offline and Chinese
+    first, the origins and body limits, health and metrics, the join page, the operator's page (and the addresses
+    printed), the widget's host sites and font, owner checks, the socket's checks, the login gate, the content policy
+    and the names the app answers to."""
     settings = app.settings
     make_private(settings.state_dir, [path for path in (settings.users_file, settings.database, Path(".env")) if path])
+    # Uvicorn, which Chainlit starts after importing the app, believes X-Forwarded-* only from these addresses.
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(settings.trusted_proxies)
+    names = AppNames(settings.allowed_hosts, settings.allowed_origins, listening()[0])
     serve_page_offline()
     chinese_first()
-    restrict_origins(settings.allowed_origins)
+    restrict_origins(settings.allowed_origins, names)
     limit_bodies()
     add_health_routes(app.engine, settings.metrics_token, app.logins)
     add_join_page(app.logins is not None)
     add_operator_page(app.insights.report, settings.operator_token, app.logins, settings.history_days)
     remember_origins()
+    serve_widget_font()
     announce(app.logins is not None)
     add_owner_checks(app.store, app.logins)
     # The longest question taken: text people write packs fewer than 8 characters into a token, so a longer one
@@ -156,3 +163,6 @@ def serve_app(app: ChatApp) -> None:
     if app.logins:
         os.environ["CHAINLIT_AUTH_SECRET"] = app.logins.secret  # Chainlit signs its login tokens with it
         gate_logins(app.logins)
+    # Outermost, added last: every response says what the browser may load, and a stranger's name gets nothing.
+    apply_content_policy()
+    answer_only_to(names)

@@ -54,6 +54,8 @@ def shown_default(value: object) -> str:
         return ""
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, tuple):  # as the variable is written: comma-separated
+        return ",".join(map(str, value))
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, Path):

@@ -10,6 +10,7 @@ vLLM or Chainlit.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -24,6 +25,7 @@ CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 DATA_ROOT = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
 DTYPES = ("auto", "bfloat16", "float32", "float16")
 WEIGHTS = ("auto", "int8", "int4", "original")
+MIN_OPERATOR_TOKEN = 24  # characters: a token guessed over the network must not be short
 
 
 def setting(default: object, doc: str) -> Any:
@@ -90,11 +92,19 @@ class Settings:
                                                    "may open the chat's socket and call it over HTTP besides the app's "
                                                    "own address: a proxy's address, sites that embed the widget "
                                                    "(docs/visitors.md)")
+    allowed_hosts: tuple[str, ...] = setting((), "comma-separated names the app answers to besides `localhost`, this "
+                                                 "machine's own names and addresses and the hosts of "
+                                                 "`CHAT_ALLOWED_ORIGINS`: a public name (`guide.example.cn`; "
+                                                 "`*.example.cn` for every subdomain). Requests for any other name are "
+                                                 "refused (DNS rebinding)")
+    trusted_proxies: tuple[str, ...] = setting(("127.0.0.1", "::1"), "comma-separated addresses (or networks) of "
+                                               "reverse proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are "
+                                               "believed, in logins' counts and in logs; anyone else's are ignored")
     metrics_token: str = setting("", "bearer token that opens `/healthz` and `/metrics` to other machines (from this "
                                      "machine they are always open)")
-    operator_token: str = setting("", "bearer token that opens the operator's page `/operator` without logins "
-                                      "(docs/operators.md); with logins, operators log in (`web.accounts add NAME "
-                                      "--operator`)")
+    operator_token: str = setting("", "bearer token that opens the operator's page `/operator` without logins, at "
+                                      f"least {MIN_OPERATOR_TOKEN} characters (docs/operators.md); with logins, "
+                                      "operators log in (`web.accounts add NAME --operator`)")
     daily_tokens_per_user: int | None = setting(None, "with logins: tokens (in and out) a user may spend per day; a "
                                                       "question past it waits for midnight, a running reply always "
                                                       "finishes; empty = no limit")
@@ -137,6 +147,9 @@ class Settings:
              f"CHAT_HISTORY_DAYS={self.history_days} must be 0 (keep everything) or a number of days."),
             (self.login_max_failures < 1 or self.login_lockout_seconds < 1,
              "CHAT_LOGIN_MAX_FAILURES and CHAT_LOGIN_LOCKOUT_SECONDS must be at least 1."),
+            (0 < len(self.operator_token) < MIN_OPERATOR_TOKEN,
+             f"CHAT_OPERATOR_TOKEN is {len(self.operator_token)} characters long; use at least {MIN_OPERATOR_TOKEN} "
+             "(for example the output of `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)."),
             (not 1 <= self.max_new_tokens < self.max_model_len,
              f"CHAT_MAX_NEW_TOKENS={self.max_new_tokens} must be at least 1 and below "
              f"CHAT_MAX_MODEL_LEN={self.max_model_len}."),
@@ -147,6 +160,12 @@ class Settings:
             if not re.fullmatch(r"https?://[^/\s]+", origin):
                 raise ConfigError(f"CHAT_ALLOWED_ORIGINS: {origin!r} is not an origin; write it as the browser "
                                   "shows it, scheme and host (and port) only, e.g. http://10.0.0.5:8000.")
+        for proxy in self.trusted_proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ConfigError(f"CHAT_TRUSTED_PROXIES: {proxy!r} is not an address or a network (10.0.0.5, "
+                                  "10.0.0.0/24).") from None
         for url in self.engine_urls:
             if not re.fullmatch(r"https?://[^/\s]+(/\S*)?/v1", url):
                 raise ConfigError(f"CHAT_ENGINE_URLS: {url!r} is not the base URL of a vLLM server's OpenAI API; "

@@ -33,11 +33,11 @@ class AppProcess:
     """`chainlit run app.py` in a subprocess of its own process group, with its log in a file."""
 
     def __init__(self, model: Path | str, log_path: Path, project: Path = PROJECT_ROOT, command: str = "chainlit",
-                 **env: str) -> None:
+                 host: str = "127.0.0.1", **env: str) -> None:
         """`project`: the checkout to run (another commit's worktree, for a comparison; its folder then goes first
         on the processes' path, ahead of the checkout installed in .venv); `command`: "chainlit" for Chainlit's
         console script, or a module that runs Chainlit's command line (`tests.fake_app` serves the app on the
-        tests' scripted engine)."""
+        tests' scripted engine); `host`: the address to listen on (`0.0.0.0`: the LAN too; `url` stays loopback)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -52,7 +52,7 @@ class AppProcess:
         launcher = ([str(Path(sys.executable).parent / "chainlit")] if command == "chainlit"
                     else [sys.executable, "-m", command])
         self.process = subprocess.Popen(
-            [*launcher, "run", "app.py", "--headless", "--host", "127.0.0.1", "--port", str(self.port)],
+            [*launcher, "run", "app.py", "--headless", "--host", host, "--port", str(self.port)],
             cwd=self.folder, env=environment, stdout=log_path.open("w"), stderr=subprocess.STDOUT,
             start_new_session=True,
         )

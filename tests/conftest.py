@@ -88,8 +88,8 @@ class FakeApp(AppProcess):
     """The real app on the scripted engine of `tests/fake_engine.py` (`tests/fake_app.py`): no vLLM, no model,
     ready in seconds."""
 
-    def __init__(self, log_path: Path, **env: str) -> None:
-        super().__init__("", log_path, command="tests.fake_app", **env)
+    def __init__(self, log_path: Path, host: str = "127.0.0.1", **env: str) -> None:
+        super().__init__("", log_path, command="tests.fake_app", host=host, **env)
 
 
 @pytest.fixture(scope="session")

@@ -73,7 +73,7 @@ def site(tmp_path_factory):
     users.set_password("bob", "bob-password")
     running = FakeApp(ARTIFACTS / "app-operator.log", CHAT_STATE_DIR=str(state), CHAT_USERS_FILE=str(state / "users.json"),
                       CHAT_KNOWLEDGE_DIR=str(state / "documents"), CHAT_MAX_NEW_TOKENS="60",
-                      CHAT_OPERATOR_TOKEN="operator-secret-token", CHAT_DAILY_TOKENS_PER_USER="100000")
+                      CHAT_OPERATOR_TOKEN="operator-secret-token-of-32-chars", CHAT_DAILY_TOKENS_PER_USER="100000")
     running.wait_until_ready(timeout=60)
     running.state = state
     yield running
@@ -91,11 +91,11 @@ def test_only_operators_reach_any_operator_route(site):
         assert httpx.get(site.url + route, headers=bob, timeout=30).status_code == 403, route
         assert httpx.get(site.url + route, headers={"Authorization": "Bearer wrong"}, timeout=30).status_code == 403
         assert httpx.get(site.url + route, headers=alice, timeout=30).status_code == 200, route
-    token = {"Authorization": "Bearer operator-secret-token"}
+    token = {"Authorization": "Bearer operator-secret-token-of-32-chars"}
     assert httpx.get(f"{site.url}/operator/usage.json", headers=token, timeout=30).status_code == 200
-    opened = httpx.get(f"{site.url}/operator?token=operator-secret-token", timeout=30)
+    opened = httpx.get(f"{site.url}/operator?token=operator-secret-token-of-32-chars", timeout=30)
     assert opened.status_code == 303 and opened.headers["location"] == "/operator"
-    assert "operator_token=operator-secret-token" in opened.headers["set-cookie"]
+    assert "operator_token=operator-secret-token-of-32-chars" in opened.headers["set-cookie"]
     assert "HttpOnly" in opened.headers["set-cookie"] and "Path=/operator" in opened.headers["set-cookie"]
 
 

@@ -3,9 +3,9 @@ request and socket of the app.
 
 Origins: Chainlit 2.12 creates its Socket.IO server with `cors_allowed_origins=[]`, which turns the
 Origin check off, so any web page a visitor opens could talk to the chat over their connection.
-`restrict_origins` makes the socket accept only pages of the app's own address (the Host the browser
-asked for) and of the sites `CHAT_ALLOWED_ORIGINS` names (a proxy's address, host sites of the widget), which are
-also the HTTP CORS origins (the widget calls the app's API from the host site's page).
+`restrict_origins` makes the socket accept only pages served under one of the app's own names (`web.hosts`, at the
+address the socket itself was opened at) and of the sites `CHAT_ALLOWED_ORIGINS` names (a proxy's address, host sites
+of the widget), which are also the HTTP CORS origins (the widget calls the app's API from the host site's page).
 
 Logins (`AccessGate`): only what the login page itself needs is open (`OPEN_PATHS`, `OPEN_PREFIXES`);
 Chainlit's `/project/*` API, `/user`, the thread endpoints and the socket need a login that still counts
@@ -31,6 +31,7 @@ from starlette.requests import Request, cookie_parser
 
 from telemetry import prometheus
 from web.auth import LOCKED_OUT, LOGIN_ADDRESS, Logins, login_keys
+from web.hosts import AppNames
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +48,13 @@ AUTH_COOKIE = "access_token"
 MAX_LOGIN_BYTES = 4096  # a login form is a name and a password; anything larger is refused unread
 
 
-def restrict_origins(allowed: tuple[str, ...]) -> None:
+def restrict_origins(allowed: tuple[str, ...], names: AppNames) -> None:
     """Accept the socket only from the app's own pages and from `allowed` (`CHAT_ALLOWED_ORIGINS`)."""
     def origin_allowed(origin: str | None, environ: dict) -> bool:
         if origin in allowed:
             return True
-        hosts = {environ.get("HTTP_HOST"), environ.get("HTTP_X_FORWARDED_HOST", "").split(",")[0].strip()}
-        return urlsplit(origin or "").netloc in hosts - {None, ""}
+        netloc = urlsplit(origin or "").netloc
+        return names.knows(netloc) and netloc == environ.get("HTTP_HOST")
 
     server.sio.eio.cors_allowed_origins = origin_allowed
     # The HTTP CORS middleware below already answers the socket's requests from another origin with CORS headers;

@@ -37,6 +37,7 @@ TEXT = {  # (Chinese, English)
     "keeps_days": ("闲置超过 {} 天的对话会被删除，统计也随之减少", "conversations idle over {} days are deleted, and "
                    "drop out of these figures"),
     "privacy": ("页面只显示问题，不显示提问者", "The page shows questions, never who asked them"),
+    "sign_out": ("退出", "Sign out"),
 }
 
 
@@ -75,7 +76,8 @@ def page(figures: Report, period: dict[str, str], english: bool, keep_days: int,
 <link rel="stylesheet" href="/public/vendor/noto-emoji/noto-emoji.css">
 <style>{STYLE}</style></head>
 <body data-operator-page>
-<header><h1>{t("title")}</h1>{_period_form(period, t)}</header>
+<header><h1>{t("title")}</h1>{_period_form(period, t)}
+<form method="post" action="/operator/sign-out" data-operator-sign-out><button>{t("sign_out")}</button></form></header>
 <p class="note">{html.escape(usage.since)} – {html.escape(usage.until)} ({t("until")}) · {t("keeps")}{kept}
 {'' if logins else ' · ' + t("privacy")}</p>
 <div class="cards">{cards}</div>

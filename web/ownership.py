@@ -4,12 +4,17 @@ Chainlit's `PUT /feedback` upserts whatever feedback id, step and thread the cli
 `DELETE /feedback` deletes any feedback by id; `PUT /project/thread/share` ignores `allow_thread_sharing =
 false`. These routes go in front of Chainlit's: feedback only on a step of a thread the caller owns (with
 logins, the thread's user; without, the thread of the caller's own chat session), and sharing refused
-while the config turns it off. Knows nothing of the model.
+while the config turns it off. Without logins, a rating is taken back only by the browser that gave it: Chainlit's
+page sends no session with `DELETE /feedback`, so the answer to a rating sets a random key in a cookie (for
+`/feedback` only) and the key is remembered with the rating, in memory (the latest `MAX_GIVERS`). Knows nothing of
+the model.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
+from collections import OrderedDict
 
 import chainlit.server as server
 from chainlit.config import config
@@ -27,9 +32,13 @@ from web.gate import login_token
 log = logging.getLogger(__name__)
 NOT_YOURS = JSONResponse({"detail": "No such message in your conversations."}, status_code=404)
 SHARING_OFF = JSONResponse({"detail": "Sharing conversations is off on this server."}, status_code=404)
+GIVER_COOKIE = "feedback_giver"
+MAX_GIVERS = 10_000  # ratings remembered with the browser that gave them, without logins
 
 
 def add_owner_checks(store: ChatStore, logins: Logins | None) -> None:
+    givers: OrderedDict[str, str] = OrderedDict()  # without logins: a rating's id and the key of its browser
+
     async def owner_of_step(step_id: str) -> tuple[str, str | None] | None:
         """The step's thread and that thread's user (None without logins), if the step exists."""
         rows = await store.execute_sql('SELECT s."threadId" AS thread, t."userIdentifier" AS owner FROM steps s '
@@ -46,9 +55,13 @@ def add_owner_checks(store: ChatStore, logins: Logins | None) -> None:
         if request.method == "DELETE":
             rows = await store.execute_sql('SELECT "forId" FROM feedbacks WHERE "id" = :id', {"id": update.feedbackId})
             found = await owner_of_step(rows[0]["forId"]) if rows else None
-            if found is None or found[1] != user:
+            giver = givers.get(update.feedbackId)
+            given_here = logins is not None or (giver is not None and secrets.compare_digest(
+                giver.encode(), request.cookies.get(GIVER_COOKIE, "").encode()))
+            if found is None or found[1] != user or not given_here:
                 return _refused(request, update.feedbackId)
             await store.delete_feedback(update.feedbackId)
+            givers.pop(update.feedbackId, None)
             return JSONResponse({"success": True})
         given = update.feedback
         found = await owner_of_step(given.forId)
@@ -60,7 +73,16 @@ def add_owner_checks(store: ChatStore, logins: Logins | None) -> None:
         if not mine:
             return _refused(request, given.forId)
         given.threadId = found[0]
-        return JSONResponse({"success": True, "feedbackId": await store.upsert_feedback(given)})
+        response = JSONResponse({"success": True, "feedbackId": (feedback_id := await store.upsert_feedback(given))})
+        if logins is None:
+            key = request.cookies.get(GIVER_COOKIE) or secrets.token_urlsafe(24)
+            givers[feedback_id] = key
+            givers.move_to_end(feedback_id)
+            while len(givers) > MAX_GIVERS:
+                givers.popitem(last=False)
+            response.set_cookie(GIVER_COOKIE, key, path="/feedback", httponly=True, samesite="strict",
+                                secure=request.url.scheme == "https")
+        return response
 
     async def sharing_off(request: Request) -> Response:
         return SHARING_OFF

@@ -183,4 +183,6 @@ def _never(sid: str, payload: Any) -> Any:
 
 
 def _address(environ: dict) -> str:
-    return environ.get("HTTP_X_FORWARDED_FOR") or environ.get("REMOTE_ADDR") or "an unknown address"
+    """The client's address: the proxy's word for it only where the proxy is trusted (`CHAT_TRUSTED_PROXIES`, which
+    the web server applies before any of this runs), never a header anyone can send."""
+    return environ.get("REMOTE_ADDR") or "an unknown address"

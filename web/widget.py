@@ -2,6 +2,10 @@
 origins in CHAT_ALLOWED_ORIGINS (`web.gate.restrict_origins` lets only those call the app), with the persona whose
 file names that site in `widget_origins`.
 
+The widget takes its font from the app, not from Google Fonts (which it asks otherwise: offline that fails, online it
+tells a third party who visits): it reads the app's `/public/theme.json` and loads the stylesheets its `custom_fonts`
+name, here the app's own Inter at the app's own address (`serve_widget_font`).
+
 The widget asks `/project/settings` for the chat profiles before it opens a chat: `remember_origins` keeps the
 Origin of each HTTP request (`request_origin`), so that the profiles offered to a host site that has a persona of
 its own are that persona alone (the widget then shows no switch). `widget_origin` tells a chat's socket from the
@@ -15,6 +19,11 @@ from contextvars import ContextVar
 import chainlit as cl
 import chainlit.server as server
 from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+FONT = "public/vendor/inter/inter.css"  # Inter, as Chainlit's page and widget use it, served by the app
 
 _REQUEST_ORIGIN: ContextVar[str] = ContextVar("request_origin", default="")
 
@@ -43,3 +52,12 @@ def widget_origin() -> str | None:
     if cl.context.session.client_type != "copilot":
         return None
     return cl.context.session.environ.get("HTTP_ORIGIN", "")
+
+
+def serve_widget_font() -> None:
+    """`GET /public/theme.json`: the app's font, by the address the widget reached the app at (in front of Chainlit's
+    `/public` route, which would answer 404: the app has no theme file)."""
+    async def theme(request: Request) -> Response:
+        return JSONResponse({"custom_fonts": [f"{request.base_url}{FONT}"]})
+
+    server.app.router.routes[0:0] = [Route("/public/theme.json", theme)]
