@@ -275,7 +275,8 @@ async def test_documents_that_bite_dropped_into_a_running_apps_folder_cost_one_l
         asker = await visit(running.url)
         await asker.ask_and_wait(f"沙面的老建筑导览？{QUOTE}")
         said = asker.replies()[-1]  # the prompt as the engine got it, passages included
-        assert "沙面 (http://192.168.1.1/x.png)" in said and "![" not in said and "](" not in said
+        assert "沙面的老建筑 沙面，见 地图 (http://10.0.0.1/m)" in said and "192.168.1.1" not in said  # an image is its words
+        assert "![" not in said and "](" not in said
         assert "hunter2" not in said
         await asker.socket.disconnect()
     finally:

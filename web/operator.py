@@ -77,6 +77,9 @@ def add_operator_page(build: Callable[[date, date], Report], token: str, logins:
 
     def refused(request: Request) -> Response | None:
         """None for an operator, else the answer that says why not."""
+        if logins is not None and (name := logins.session_user(login_token(request.headers))):
+            if logins.users.is_operator(name):  # logged in: the password was throttled at the login
+                return None
         keys = [f"operator:{network_of(request.client.host if request.client else 'unknown')}"]
         if wait := wrong_tokens.locked_for(keys):
             return JSONResponse({"detail": "Too many wrong operator tokens from this address: try again later."},
@@ -88,9 +91,6 @@ def add_operator_page(build: Callable[[date, date], Report], token: str, logins:
         given = [value for value in given if value]
         if token and any(secrets.compare_digest(value.encode(), token.encode()) for value in given if value.isascii()):
             return None
-        if logins is not None and (name := logins.session_user(login_token(request.headers))):
-            if logins.users.is_operator(name):
-                return None
         if logins is None and not token:
             return JSONResponse({"detail": "The operator's page is off: set CHAT_OPERATOR_TOKEN, or turn logins on "
                                            "and add an operator (docs/operators.md)."}, status_code=404)
