@@ -36,6 +36,7 @@ from ui.language import chinese_first
 from ui.offline import serve_page_offline
 from web.auth import Logins
 from web.body_limit import limit_bodies
+from web.closed_chats import forget_closed_chats
 from web.content_policy import apply_content_policy
 from web.gate import gate_logins, restrict_origins
 from web.health import add_health_routes
@@ -132,8 +133,8 @@ def built_or_exit() -> ChatApp:
 def serve_app(app: ChatApp) -> None:
     """Wire the parts into Chainlit's web server: private files, the proxies believed, the page offline and Chinese
     first, the origins and body limits, health and metrics, the join page, the operator's page (and the addresses
-    printed), the widget's host sites and font, owner checks, the socket's checks, the login gate, the content policy
-    and the names the app answers to."""
+    printed), the widget's host sites and font, owner checks, closed chats forgotten, the socket's checks, the login
+    gate, the content policy and the names the app answers to."""
     settings = app.settings
     make_private(settings.state_dir, [path for path in (settings.users_file, settings.database, Path(".env")) if path])
     # Uvicorn, which Chainlit starts after importing the app, believes X-Forwarded-* only from these addresses.
@@ -150,6 +151,7 @@ def serve_app(app: ChatApp) -> None:
     serve_widget_font()
     announce(app.logins is not None)
     add_owner_checks(app.store, app.logins)
+    forget_closed_chats()
     # The longest question taken: text people write packs fewer than 8 characters into a token, so a longer one
     # could not fit the model's context anyway.
     guard_socket(max_message_chars=8 * settings.max_model_len, logins=app.logins is not None,

@@ -40,3 +40,17 @@ def test_the_quick_benchmark_measures_every_system_and_writes_its_report(tiny_mo
     assert "| this app's engine, int8 | 2 |" in table and "one stream vs transformers" in table
     assert f"| full UI path (Chainlit), bf16 weights in {resolve_dtype('auto')} | 2 |" in table
     print(f"quick benchmark: {elapsed:.0f} s")
+
+
+def test_the_soak_counts_replies_and_reads_each_processs_memory_over_time(tmp_path):
+    """Half a minute of the soak on the scripted engine (the command's machinery; its figures are the real app's)."""
+    out = tmp_path / "soak.json"
+    done = subprocess.run([sys.executable, "-m", "bench.soak", "--engine", "fake", "--minutes", "0.5", "--every", "5",
+                           "--visitors", "3", "--out", str(out)], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["replies"] >= 3 and result["chats"] >= 3 and result["failures"] == []
+    assert len(result["samples"]) >= 5 and all(sample["memory"]["web"]["rss"] > 0 for sample in result["samples"])
+    assert {"web rss", "web pss"} <= set(result["thirds"]) and result["left_after_stop"] == []
+    assert "web rss: middle third" in done.stdout
