@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64, help="each reply's budget")
     parser.add_argument("--timeout", type=float, default=300, help="seconds a reply may take before it counts as lost")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--project", type=Path, default=PROJECT_ROOT,
+                        help="the checkout to run (another commit's worktree, for its baseline)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "soak.json")
     arguments = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="soak-") as folder:
@@ -147,8 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run([sys.executable, "-m", "web.accounts", "add", f"visitor{number}"], input=f"{PASSWORD}\n",
                            text=True, check=True, capture_output=True, env={**os.environ,
                                                                             "CHAT_USERS_FILE": str(state / "users.json")})
-        app = AppProcess(arguments.model, state / "app.log", command="chainlit" if arguments.engine == "vllm"
-                         else "tests.fake_app", CHAT_STATE_DIR=str(state), CHAT_USERS_FILE=str(state / "users.json"),
+        app = AppProcess(arguments.model, state / "app.log", project=arguments.project,
+                         command="chainlit" if arguments.engine == "vllm" else "tests.fake_app",
+                         CHAT_STATE_DIR=str(state), CHAT_USERS_FILE=str(state / "users.json"),
                          CHAT_MAX_NEW_TOKENS=str(arguments.max_new_tokens))
         try:
             app.wait_until_ready()
@@ -160,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(2)
         result["left_after_stop"] = [pid for pid in engine if psutil.pid_exists(pid)]
         result["errors_in_log"] = (state / "app.log").read_text(errors="replace").count("Traceback")
-    result |= {"model": arguments.model, "engine": arguments.engine, "visitors": arguments.visitors,
+    result |= {"project": str(arguments.project), "model": arguments.model, "engine": arguments.engine,
+               "visitors": arguments.visitors,
                "minutes": arguments.minutes, "max_new_tokens": arguments.max_new_tokens,
                "date": time.strftime("%Y-%m-%d %H:%M")}
     arguments.out.write_text(json.dumps(result, ensure_ascii=False, indent=1))

@@ -39,6 +39,7 @@ from engine.distribution import ALTERNATIVES
 from engine.metrics import SchedulerWatch
 from engine.prompt import RenderedPrompt
 from engine.replies import StreamingEngine, render_reply
+from engine.shared_tokenizer import SharedTokenizer
 from engine.spawn import main_module_hidden
 from engine.token_text import pieces, split
 from modelprep.hardware import resolve_dtype
@@ -150,8 +151,8 @@ class VllmEngine(StreamingEngine):
             loop.call_soon_threadsafe(loop.stop)
             raise ModelLoadError(f"The engine could not start on {model}: {error}. See the log above "
                                  "for vLLM's reason (unsupported model, not enough memory, ...).") from error
-        # vLLM's own copy of the model's tokenizer (safe to share between threads): a second one would slow the start.
-        engine = cls(settings, model, llm.get_tokenizer(), llm, watch, loop, thread)
+        # vLLM's own copy of the model's tokenizer (a second one would slow the start), one call at a time.
+        engine = cls(settings, model, SharedTokenizer(llm.get_tokenizer()), llm, watch, loop, thread)
         engine._warm_up()
         engine.load_seconds = time.perf_counter() - started
         log.info("Engine ready: %s, %s weights, %s activations, in %.1f s", engine.model_name, engine.weight_format,

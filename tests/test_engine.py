@@ -2,7 +2,10 @@
 determinism, refusal, abort, a free event loop."""
 
 import asyncio
+import contextlib
+import queue
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -175,3 +178,24 @@ async def test_scheduler_reports_running_requests_and_kv_cache_use(engine):
     after = engine.state()
     assert during.running == 1 and during.waiting == 0 and during.kv_cache_usage > 0
     assert after.kv_cache_usage == 0
+
+
+def test_threads_tokenizing_at_once_share_one_copy_of_the_tokenizer(engine):
+    """vLLM lends each thread that tokenizes at once a deep copy of the tokenizer, and keeps every copy it made
+    (`engine.shared_tokenizer`): the app's threads take turns instead, so its pool does not grow."""
+    pool = _copies_pool(type(engine._llm.get_tokenizer()).encode)
+    before = pool.qsize()
+    with ThreadPoolExecutor(8) as threads:
+        list(threads.map(lambda _: engine.tokens("广州塔有多高？" * 300), range(200)))
+    assert pool.qsize() == before
+
+
+def _copies_pool(method, depth: int = 0) -> queue.Queue:
+    """The queue of tokenizer copies vLLM's thread-safe tokenizer lends from, found in its methods' closures."""
+    for cell in getattr(method, "__closure__", None) or ():
+        if isinstance(cell.cell_contents, queue.Queue):
+            return cell.cell_contents
+        if callable(cell.cell_contents) and depth < 4:
+            with contextlib.suppress(LookupError):
+                return _copies_pool(getattr(cell.cell_contents, "__wrapped__", cell.cell_contents), depth + 1)
+    raise LookupError("vLLM's tokenizer no longer lends copies from a queue: see engine/shared_tokenizer.py")
