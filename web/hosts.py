@@ -68,8 +68,10 @@ class AppNames:
 
 
 def _own_names() -> set[str]:
-    names = {socket.gethostname().lower(), socket.getfqdn().lower()}
-    return names | {f"{name.split('.')[0]}.local" for name in names if name}
+    """This machine's name, and its mDNS name (`NAME.local`). Not its DNS names: looking them up could wait on an
+    unreachable name server at start; a public name goes in `CHAT_ALLOWED_HOSTS`."""
+    name = socket.gethostname().lower()
+    return {name, f"{name.split('.')[0]}.local"} if name else set()
 
 
 def _own_addresses() -> frozenset[str]:
