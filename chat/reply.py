@@ -104,7 +104,9 @@ async def stream_answer(app: ChatApp, engine: ChatEngine, prompt: RenderedPrompt
         session.conversation.answer(reply.id, reply.content)
         session.alternatives[reply.id] = (reply, reply.content)
         if found is not None:
-            await sources.cite(reply, found, session.conversation.turns[-2].content, session.options.teaching)
+            persona = app.persona(cl.user_session.get("chat_profile")).name
+            known = await asyncio.to_thread(app.knowledge.places, persona)  # read from the index once it changes
+            await sources.cite(reply, found, session.conversation.turns[-2].content, session.options.teaching, known)
 
     try:
         await stream_message(app, session, engine, prompt, events, sampling, REPLY, keep, label=label)

@@ -1,6 +1,9 @@
-"""A grounded reply checked against the passages it was given: the figures it states (heights, years, dates, times,
-prices, phone numbers, distances: every number written in digits, with its unit) and the names it quotes (《…》,
-“…”), each looked for in those passages (whole, as the visitor opens them) and in the question.
+"""A grounded reply checked against what it was given: the figures it states (heights, years, dates, times, prices,
+phone numbers, distances: every number written in digits, with its unit), the names it quotes (《…》, “…”) and the
+places the knowledge base knows that it names (`retrieval.places`: districts, metro stations, the documents' sights), each
+looked for in the whole documents of the passages it drew on, the passages it was given, and the question. A right
+figure that the sentences given leave out but their document holds is not flagged; "天河区" where the document says
+海珠区 is.
 
 A figure that contradicts its passage ("384 米" where the passage says 600 米) is not found there; nor is a figure the
 passages never mention. Neither is corrected (a passage may hold several figures of one unit, and only the model
@@ -28,10 +31,13 @@ def numbers(text: str) -> set[str]:
     return {number.removesuffix(":00") for number in found} - {"0"}
 
 
-def claims(reply: str) -> list[str]:
-    """The figures and quoted names of a reply, each once, as it writes them."""
+def claims(reply: str, known: frozenset[str] = frozenset()) -> list[str]:
+    """The figures, quoted names and `known` places of a reply, each once, as it writes them (a place inside a longer
+    one it names counts as the longer: 广州塔站 is not 广州塔)."""
     found = [match.group(0).strip() for match in _FIGURE.finditer(_LIST_NUMBER.sub("", reply)) if numbers(match.group(1))]
     found += [match.group(1) or match.group(2) for match in _QUOTED.finditer(reply)]
+    named = [place for place in known if place in reply]
+    found += [place for place in named if not any(place != other and place in other for other in named)]
     return list(dict.fromkeys(found))
 
 
@@ -57,10 +63,13 @@ def source_text(passage: Found) -> str:
     return f"{passage.title} {passage.section}\n{passage.whole or passage.text}"
 
 
-def unsupported(reply: str, given: list[Found], question: str) -> list[str]:
-    """The claims of `reply` that neither the passages it was given nor the question hold."""
-    sources = Holder("\n".join([*map(source_text, given), question]))
-    return [claim for claim in claims(reply) if not sources.holds(claim)]
+def unsupported(reply: str, given: list[Found], used: list[Found], question: str,
+                known: frozenset[str] = frozenset()) -> list[str]:
+    """The claims of `reply` (`known`: the places to check) that neither the whole documents of the passages it drew
+    on (`used`), nor the passages it was given, nor the question hold."""
+    documents = dict.fromkeys(passage.document for passage in used)
+    sources = Holder("\n".join([*documents, *map(source_text, given), question]))
+    return [claim for claim in claims(reply, known) if not sources.holds(claim)]
 
 
 def _plain(number: str) -> str:

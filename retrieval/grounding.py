@@ -3,22 +3,25 @@
 The persona's system prompt gets fixed rules (so its prefix stays cached); the passages found go into the newest
 question only, best first, numbered, with their document and section, within a budget of the model's tokens. Of a long
 passage the model gets only the sentences that bear on the question (`focused`); the visitor still opens it whole.
-A question asked in English is answered in English. The search text is the newest question with the one before
-it, so a follow-up ("它几点开门？") still finds what the conversation is about. A reply drew on a passage when it
+A question asked in English is answered in English. Each question's search decides what it is about (`search_text`):
+a question that names a document's sight or topic by any of its names, in any script, searches for that alone; a
+follow-up that names none or points back ("它几点开门？", "Which metro station is nearest to it?") carries the sight the
+conversation last named. A reply drew on a passage when it
 repeats something of it that the question did not already say, and says nothing of the documents being silent
 (`drawn_on`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from config.message import Message
 from retrieval.index import Found
 from retrieval.reading import ALIASES
-from retrieval.terms import ENGLISH_STOP, HAN, terms, translated
+from retrieval.terms import ENGLISH_STOP, HAN, simplified, terms, translated
 
 _NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide is about: it tells nothing
 
@@ -36,9 +39,52 @@ _NO_LINKS = str.maketrans("[]", "［］")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
 
 
-def search_text(history: list[Message]) -> str:
+# Words that point back at what the conversation is about, in the visitors' languages.
+_BACK = re.compile(r"\b(?:it|its|there|that place|this place)\b|它|那里|那儿|这里|这儿|那边|这边|该景点|佢|嗰度|呢度|そこ|それ|"
+                   r"あそこ|거기|그곳", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Search:
+    """What a question's passages are searched for: `text`, within the documents in `documents` (their paths) when
+    the conversation names any, else among all."""
+
+    text: str
+    documents: frozenset[str] = frozenset()
+
+
+def named(text: str, names: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """The documents `text` names (`KnowledgeIndex.names`: each document's path with its names), in any script and
+    case, English names as whole words, each with the name found; a name inside a longer one found ("Canton" in
+    "Canton Tower") and the city's own name do not count."""
+    compact = simplified(text).lower()
+    found = {path: name for path, aliases in names.items() for name in map(_name, aliases)
+             if name and re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", compact)}
+    return {path: name for path, name in found.items()
+            if not any(name != other and name in other for other in found.values())}
+
+
+@functools.lru_cache(maxsize=4096)
+def _name(name: str) -> str:
+    """A document's name as `named` looks for it: in Simplified characters, lower-case; empty when it says nothing
+    (a single letter or character, the city's own name)."""
+    plain = simplified(name).strip().lower()
+    return plain if len(plain) > 1 and not set(terms(plain)) <= _NAMES else ""
+
+
+def search_for(history: list[Message], names: dict[str, tuple[str, ...]]) -> Search:
+    """What to search for before the newest question of `history`: the documents it names; when it names none, or
+    points back ("它", "it", "there"), also those the latest earlier question that named any named, and their names
+    join the search. When no question named any: the newest question with the one before it, among all documents."""
     questions = [message["content"] for message in history if message["role"] == "user"]
-    return "\n".join(questions[-2:])
+    newest = questions[-1]
+    sights = named(newest, names)
+    if sights and not _BACK.search(newest):
+        return Search(newest, frozenset(sights))
+    for earlier in reversed(questions[:-1]):
+        if before := named(earlier, names):
+            return Search("\n".join([newest, *before.values()]), frozenset({*sights, *before}))
+    return Search("\n".join(questions[-2:]), frozenset(sights))
 
 
 def in_english(question: str) -> bool:

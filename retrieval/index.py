@@ -12,23 +12,27 @@ thread while searches run on others.
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+from retrieval.places import places as places_in, sight
 from retrieval.reader_process import ReaderProcess
 from retrieval.reading import SUFFIXES, UnreadableError
 from retrieval.terms import terms
 
 log = logging.getLogger(__name__)
-READER_VERSION = 4  # part of each file's stamp: a new version reads every file again (4: Markdown by a parser)
+READER_VERSION = 5  # part of each file's stamp: a new version reads every file again (4: Markdown by a parser;
+# 5: Traditional characters searched as Simplified, each document's other names kept)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, folder TEXT NOT NULL, path TEXT NOT NULL UNIQUE,
-                                      stamp TEXT NOT NULL, title TEXT NOT NULL, problem TEXT NOT NULL);
+                                      stamp TEXT NOT NULL, title TEXT NOT NULL, problem TEXT NOT NULL,
+                                      aliases TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS passages (id INTEGER PRIMARY KEY, document INTEGER NOT NULL, section TEXT NOT NULL,
                                      text TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS passages_document ON passages (document);
@@ -48,6 +52,7 @@ class Found:
     text: str
     score: float
     whole: str = ""
+    document: str = ""  # the whole document the passage is part of, as indexed
 
     @property
     def name(self) -> str:
@@ -79,6 +84,8 @@ class KnowledgeIndex:
         path.parent.mkdir(parents=True, exist_ok=True)
         with closing(self._connect()) as db, db:
             db.executescript(SCHEMA)
+            if "aliases" not in {row[1] for row in db.execute("PRAGMA table_info(documents)")}:  # an index of version 4
+                db.execute("ALTER TABLE documents ADD COLUMN aliases TEXT NOT NULL DEFAULT ''")
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=30)
@@ -121,27 +128,54 @@ class KnowledgeIndex:
         with db:
             if row := db.execute("SELECT id FROM documents WHERE path = ?", (str(path),)).fetchone():
                 _forget(db, row[0])
-            number = db.execute("INSERT INTO documents (folder, path, stamp, title, problem) VALUES (?, ?, ?, ?, ?)",
-                                (folder, str(path), stamp, document.title if document else "", problem)).lastrowid
+            number = db.execute(
+                "INSERT INTO documents (folder, path, stamp, title, problem, aliases) VALUES (?, ?, ?, ?, ?, ?)",
+                (folder, str(path), stamp, document.title if document else "", problem,
+                 document.aliases if document else "")).lastrowid
             for passage in document.passages if document else ():
                 row_id = db.execute("INSERT INTO passages (document, section, text) VALUES (?, ?, ?)",
                                     (number, passage.section, passage.text)).lastrowid
                 db.execute("INSERT INTO terms (rowid, body) VALUES (?, ?)", (row_id, passage.searchable))
         return document is not None
 
-    def search(self, text: str, folders: Iterable[Path], k: int) -> list[Found]:
-        """The `k` best passages of `folders` for `text`, best first; none when no term matches."""
+    def search(self, text: str, folders: Iterable[Path], k: int, documents: Collection[str] = ()) -> list[Found]:
+        """The `k` best passages of `folders` for `text` (of the `documents` with those paths, when given), best
+        first, each with its whole document; none when no term matches."""
         query = " OR ".join('"' + term.replace('"', '""') + '"' for term in dict.fromkeys(terms(text, self.pairs)))
         keys = [str(folder.resolve()) for folder in folders]
         if not query or not keys:
             return []
+        only = f"AND d.path IN ({', '.join('?' * len(documents))})" if documents else ""
         with closing(self._connect()) as db:
             rows = db.execute(
-                "SELECT d.path, d.title, p.section, p.text, -bm25(terms) AS score FROM terms "
+                "SELECT d.id, d.path, d.title, p.section, p.text, -bm25(terms) AS score FROM terms "
                 "JOIN passages p ON p.id = terms.rowid JOIN documents d ON d.id = p.document "
-                f"WHERE terms MATCH ? AND d.folder IN ({', '.join('?' * len(keys))}) ORDER BY score DESC LIMIT ?",
-                (query, *keys, k)).fetchall()
-        return [Found(*row) for row in rows]
+                f"WHERE terms MATCH ? AND d.folder IN ({', '.join('?' * len(keys))}) {only} ORDER BY score DESC LIMIT ?",
+                (query, *keys, *documents, k)).fetchall()
+            wholes = {number: _whole(db, number) for number in {row[0] for row in rows}}
+        return [Found(*row[1:], document=wholes[row[0]]) for row in rows]
+
+    def names(self, folders: Iterable[Path]) -> dict[str, tuple[str, ...]]:
+        """Each readable document of `folders` (its path) with the names it goes by: its title's (`places.sight`) and
+        its other names."""
+        keys = [str(folder.resolve()) for folder in folders]
+        with closing(self._connect()) as db:
+            rows = db.execute(f"SELECT path, title, aliases FROM documents WHERE problem = '' AND folder IN "
+                              f"({', '.join('?' * len(keys))})", keys).fetchall()
+        return {path: tuple(name for name in [sight(title), *re.split("[;；]", aliases)] if name.strip())
+                for path, title, aliases in rows}
+
+    def places(self, folders: Iterable[Path]) -> frozenset[str]:
+        """The places the documents of `folders` know (`retrieval.places`): districts and stations, and the names of
+        the entries that give one."""
+        keys = [str(folder.resolve()) for folder in folders]
+        found: set[str] = set()
+        with closing(self._connect()) as db:
+            for title, text in db.execute(f"SELECT d.title, p.text FROM passages p JOIN documents d ON d.id = p.document "
+                                          f"WHERE d.problem = '' AND d.folder IN ({', '.join('?' * len(keys))})", keys):
+                if given := places_in(text):
+                    found |= given | ({sight(title)} - {""})
+        return frozenset(found)
 
 
     def documents(self, folders: Iterable[Path]) -> dict[str, tuple[str, float]]:
@@ -157,6 +191,13 @@ class KnowledgeIndex:
 def _stamp(path: Path) -> str:
     status = path.stat()
     return f"{READER_VERSION}:{status.st_mtime_ns}:{status.st_size}"
+
+
+def _whole(db: sqlite3.Connection, document: int) -> str:
+    """A document as the index holds it: its title, then its passages (each under its headings)."""
+    title, = db.execute("SELECT title FROM documents WHERE id = ?", (document,)).fetchone()
+    texts = [text for text, in db.execute("SELECT text FROM passages WHERE document = ? ORDER BY id", (document,))]
+    return "\n\n".join([title, *texts])
 
 
 def _forget(db: sqlite3.Connection, document: int) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from config.message import Message
-from retrieval.grounding import focused, search_text, within
+from retrieval.grounding import focused, search_for, within
 from retrieval.index import Found, KnowledgeIndex
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ class KnowledgeBase:
         self.progress = Progress(None, 0, 0)
         self.ready = threading.Event()
         self._passages: dict[Path, int] = {}  # passages in each folder, as of the last pass
+        self._places: dict[tuple[Path, ...], frozenset[str]] = {}  # the places each persona's folders know
         self._logged = time.monotonic()
 
     def folders(self, persona: str) -> tuple[Path, ...]:
@@ -76,6 +77,8 @@ class KnowledgeBase:
                 log.exception("Knowledge: indexing %s failed; the next try is in %.0f s", folder, RESCAN_SECONDS)
                 continue
             self._passages[folder] = report.passages
+            if report.indexed or report.removed:
+                self._places.clear()
             if first or report.indexed or report.removed:
                 log.info("Knowledge: %s: %d files, %d passages (%d read now, %d removed, %d skipped) in %.2f s",
                          folder, report.files, report.passages, report.indexed, report.removed, report.skipped,
@@ -89,10 +92,20 @@ class KnowledgeBase:
             self._logged = time.monotonic()
             log.info("Knowledge: indexing %s: %d of %d files", folder, done, total)
 
+    def places(self, persona: str) -> frozenset[str]:
+        """The places the persona's documents know, for checking replies (`KnowledgeIndex.places`), read again once
+        a file changed."""
+        folders = self.folders(persona)
+        if folders not in self._places:
+            self._places[folders] = self.index.places(folders)
+        return self._places[folders]
+
     def search(self, persona: str, history: list[Message], budget: int,
                length: Callable[[str], int] = len) -> list[Found]:
         """The passages to put before the newest question of `history`, best first, each cut to the sentences that
         bear on it, within `budget` as `length` measures it (`grounding.within`)."""
-        found = self.index.search(search_text(history), self.folders(persona), TOP_K)
+        folders = self.folders(persona)
+        search = search_for(history, self.index.names(folders))
+        found = self.index.search(search.text, folders, TOP_K, search.documents)
         found = [passage for passage in found if passage.score >= RELATIVE_FLOOR * found[0].score]
         return within(focused(found, history[-1]["content"]), budget, length)

@@ -42,6 +42,7 @@ class ReadPassage:
 class ReadFile:
     title: str
     passages: tuple[ReadPassage, ...]
+    aliases: str = ""  # the document's other names (`reading.Document.aliases`)
 
 
 def check_size(path: Path) -> None:
@@ -69,7 +70,7 @@ def read_file(path: Path, pairs: bool) -> ReadFile:
     return ReadFile(document.title, tuple(
         ReadPassage(passage.section, passage.text,
                     " ".join(terms(f"{names} {passage.section} {passage.text}", pairs)))  # a section's name finds it
-        for passage in passages(document)))
+        for passage in passages(document)), document.aliases)
 
 
 class ReaderProcess:

@@ -1,6 +1,8 @@
-"""Search terms of a text in Chinese, English or both: jieba's words (`rjieba`, search mode, which adds the shorter
-words inside a long one), lower-cased, without punctuation or the commonest function words of either language; an
-English word in its singular ("towers", "tower's" → "tower"); optionally every pair of adjacent Chinese characters.
+"""Search terms of a text in Chinese, English or both, in any written Chinese: the text in Simplified characters
+(OpenCC's `t2s`, so that 陳家祠 finds 陈家祠), then jieba's words (`rjieba`, search mode, which adds the shorter
+words inside a long one), lower-cased, without punctuation or the commonest function words of Mandarin, written
+Cantonese (係, 嘅, 幾多, 邊度) and English; an English word in its singular ("towers", "tower's" → "tower");
+optionally every pair of adjacent Chinese characters.
 `romanized` gives a title's pinyin, so that a visitor who types "Chenjiaci" or "Shamian" finds 陈家祠 and 沙面;
 `translated` the Chinese words of a question's English words (`glossary.toml`), so that "How tall…" finds the
 sentence that gives the height.
@@ -15,6 +17,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import opencc
 import rjieba
 from pypinyin import lazy_pinyin
 
@@ -22,17 +25,20 @@ HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"\w", re.UNICODE)
 _LATIN = re.compile(r"[a-z]+")
 GLOSSARY: dict[str, list[str]] = tomllib.loads(Path(__file__).with_name("glossary.toml").read_text(encoding="utf-8"))
+simplified = opencc.OpenCC("t2s").convert  # Traditional characters to Simplified (phrases, then characters)
 ENGLISH_STOP = frozenset("a an the is are was were be been do does did of in on at to for from by with about and or but "
                          "not what which who whom whose when where why how much many there it its this that these those "
                          "i me my we our you your he she they them can could should would will shall may might must s "
                          "t".split())
 STOP = ENGLISH_STOP | frozenset("的 了 是 在 和 与 及 或 吗 呢 吧 啊 呀 么 我 你 他 她 它 我们 你们 请 请问 一下 什么 怎么 怎样 哪 "
                                 "哪些 哪里 哪儿 多少 几 有 有没有 没有 这 那 这个 那个 一个 可以 能 会 要 想 去 吃 也 都 还 就 "
-                                "和 跟 给 被 把 对 从 到 为 为什么 如何".split())
+                                "和 跟 给 被 把 对 从 到 为 为什么 如何".split()) | frozenset(
+    # written Cantonese, as jieba cuts it once in Simplified characters
+    "系 系边 嘅 边 边个 边度 边处 几多 咩 乜 乜嘢 喺 佢 佢哋 冇 点样 点解 呢 呢度 度 啲 咗 嚟 嗰 唔 咁 嘢 个".split())
 
 
 def terms(text: str, pairs: bool = False) -> list[str]:
-    lowered = text.lower()
+    lowered = simplified(text).lower()
     words = [_singular(word) for word in rjieba.cut_for_search(lowered) if _WORD.search(word)]
     words = [word for word in words if word not in STOP]
     if pairs:
@@ -47,7 +53,7 @@ def translated(text: str) -> list[str]:
 
 def romanized(text: str) -> str:
     """The pinyin of the Chinese words in `text`, each word both joined and as syllables ("chenjiaci chen jia ci")."""
-    words = [word for run in HAN.findall(text) for word in rjieba.cut(run)]
+    words = [word for run in HAN.findall(simplified(text)) for word in rjieba.cut(run)]
     return " ".join(f"{''.join(syllables)} {' '.join(syllables)}" if len(syllables) > 1 else syllables[0]
                     for syllables in map(lazy_pinyin, words))
 

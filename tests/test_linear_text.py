@@ -14,9 +14,10 @@ from history.conversation import model_text
 from history.export import quoted
 from insights.unanswered import search_terms
 from retrieval.checking import claims, unsupported
-from retrieval.grounding import drawn_on, focused, grounded, in_english, says_not_covered
+from retrieval.grounding import drawn_on, focused, grounded, in_english, named, says_not_covered
 from retrieval.index import Found
 from retrieval.passages import passages
+from retrieval.places import places
 from retrieval.reading import UnreadableError, read_document
 from retrieval.terms import terms
 from ui.read_aloud import speech
@@ -34,11 +35,16 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "image openers": lambda n: "![" * (n // 2) + "](http://192.0.2.7/x.png)",
     "numbers": lambda n: " ".join(str(number) for number in range(n // 5)) + " 米",
     "list numbers": lambda n: "\n".join(f"{number}. 第{number}站" for number in range(n // 8)),
+    "place fields": lambda n: "- 所在区：" + "海珠区、" * (n // 4) + "\n- 最近地铁站：" + "区" * n,
 }
 
 
 def _passage(text: str) -> Found:
-    return Found("/guide/广州塔.md", "广州塔", "简介", text, 1.0)
+    return Found("/guide/广州塔.md", "广州塔", "简介", text, 1.0, document=text)
+
+
+KNOWN = frozenset({"海珠区", "天河区", "广州塔站", "广州塔", "陈家祠"})  # places a guide knows
+NAMES = {"/guide/广州塔.md": ("广州塔", "Canton Tower", "小蛮腰"), "/guide/陈家祠.md": ("陈家祠", "Chen Clan Academy")}
 
 
 _FOLDER: list[Path] = []  # a scratch folder for documents, set by the fixture below
@@ -58,14 +64,16 @@ def _read(suffix: str, wrap: str = "{}") -> Callable[[str], object]:
 FUNCTIONS: dict[str, Callable[[str], object]] = {
     "read aloud": speech,
     "claims": claims,
-    "unsupported": lambda text: unsupported(text, [_passage(text)], text),
+    "unsupported": lambda text: unsupported(text, [_passage(text)], [_passage(text)], text, KNOWN),
     "drawn on": lambda text: drawn_on([_passage(text)], text, text),
     "says not covered": says_not_covered,
     "in English": in_english,
     "focused": lambda text: focused([_passage(text * 2)], text),
     "grounded": lambda text: grounded([{"role": "user", "content": text}], [_passage(text)]),
     "sources and marks": lambda text: appended(text, [_passage(text)], text),
-    "check table": lambda text: check_table(text, [_passage(text)]),
+    "check table": lambda text: check_table(text, [_passage(text)], [_passage(text)], KNOWN),
+    "places": places,
+    "names": lambda text: named(text, NAMES),
     "search terms": terms,
     "operator's grouping terms": search_terms,
     "model text": model_text,

@@ -22,35 +22,41 @@ from retrieval.index import Found
 CHECKED = "unsupported"  # in a reply's REPLY metadata: the claims the passages do not hold
 
 
-async def cite(reply: cl.Message, found: list[Found], question: str, teaching: bool) -> None:
+async def cite(reply: cl.Message, found: list[Found], question: str, teaching: bool,
+               known: frozenset[str] = frozenset()) -> None:
     """Put under a finished reply to `question` (with the knowledge base on, `found` given) its sources, the claims
-    they do not hold, or the mark of a reply not checked; with the teaching view on, the check claim by claim. The
-    reply is read off the event loop: its time grows with the reply's length."""
-    lines, used, missing = await asyncio.to_thread(appended, reply.content, found, question)
+    they do not hold (`known`: the places the knowledge base knows), or the mark of a reply not checked; with the
+    teaching view on, the check claim by claim. The reply is read off the event loop: its time grows with the
+    reply's length."""
+    lines, used, missing = await asyncio.to_thread(appended, reply.content, found, question, known)
     if used:
         reply.elements += elements(stored(used))
         reply.metadata[REPLY] |= {SOURCES: stored(used), CHECKED: missing}
     if teaching and found:
-        table = await asyncio.to_thread(check_table, reply.content, found)
+        table = await asyncio.to_thread(check_table, reply.content, found, used, known)
         reply.elements += [cl.Text(name="核对 Check", content=table, display="inline")]
     reply.content += lines
     reply.metadata[REPLY][APPENDED] = len(lines)
 
 
-def appended(said: str, found: list[Found], question: str) -> tuple[str, list[Found], list[str]]:
+def appended(said: str, found: list[Found], question: str,
+             known: frozenset[str] = frozenset()) -> tuple[str, list[Found], list[str]]:
     """The lines to put under what the model `said`, the passages it drew on, and the claims they do not hold."""
     used = drawn_on(found, said, question)
     if used:
-        missing = unsupported(said, found, question)
+        missing = unsupported(said, found, used, question, known)
         return sources_line(used) + (UNSUPPORTED_MARK + "、".join(missing) if missing else ""), used, missing
     return ("" if says_not_covered(said) else UNCHECKED), [], []
 
 
-def check_table(said: str, found: list[Found]) -> str:
-    """The teaching view's check: each figure and quoted name of the reply, and the passages that hold it."""
+def check_table(said: str, found: list[Found], used: list[Found], known: frozenset[str] = frozenset()) -> str:
+    """The teaching view's check: each figure, quoted name and place of the reply, and the passages that hold it (or
+    the document of one it drew on)."""
     rows, passages = [], [Holder(source_text(passage)) for passage in found]
-    for claim in claims(said):
+    documents = [Holder(passage.document) for passage in used]
+    for claim in claims(said, known):
         holding = [f"[{number}]" for number, passage in enumerate(passages, 1) if passage.holds(claim)]
+        holding += ["📄"] if not holding and any(document.holds(claim) for document in documents) else []
         rows.append(f"| {claim} | {'、'.join(holding) or '✗ 未见 not found'} |")
     if not rows:
         return "**核对 Check**：回答里没有数字或引号中的名称 no figure or quoted name in the reply."
