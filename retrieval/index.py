@@ -156,14 +156,13 @@ class KnowledgeIndex:
         return [Found(*row[1:], document=wholes[row[0]]) for row in rows]
 
     def names(self, folders: Iterable[Path]) -> dict[str, tuple[str, ...]]:
-        """Each readable document of `folders` (its path) with the names it goes by: its title's (`places.sight`) and
-        its other names."""
+        """Each readable document of `folders` (its path) with the names it goes by: its title's (`places.sight`), each
+        part of a title that joins two ("永庆坊与荔枝湾": 永庆坊, 荔枝湾), and its other names."""
         keys = [str(folder.resolve()) for folder in folders]
         with closing(self._connect()) as db:
             rows = db.execute(f"SELECT path, title, aliases FROM documents WHERE problem = '' AND folder IN "
                               f"({', '.join('?' * len(keys))})", keys).fetchall()
-        return {path: tuple(name for name in [sight(title), *re.split("[;；]", aliases)] if name.strip())
-                for path, title, aliases in rows}
+        return {path: _names(title, aliases) for path, title, aliases in rows}
 
     def places(self, folders: Iterable[Path]) -> frozenset[str]:
         """The places the documents of `folders` know (`retrieval.places`): districts and stations, and the names of
@@ -191,6 +190,12 @@ class KnowledgeIndex:
 def _stamp(path: Path) -> str:
     status = path.stat()
     return f"{READER_VERSION}:{status.st_mtime_ns}:{status.st_size}"
+
+
+def _names(title: str, aliases: str) -> tuple[str, ...]:
+    name = sight(title)
+    parts = name.split("与") if "与" in name else []
+    return tuple(other for other in [name, *parts, *re.split("[;；]", aliases)] if other.strip())
 
 
 def _whole(db: sqlite3.Connection, document: int) -> str:

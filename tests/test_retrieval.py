@@ -258,8 +258,34 @@ def test_the_knowledge_benchmark_scores_answers_and_builds_its_large_document(tm
     assert right("总高度 600 米", [["600"]]) and right("在 D栋 地下", [["D 栋"]]) and not right("454 米", [["600"]])
     assert right("虾饺、烧卖", [["虾饺"], ["烧卖"]]) and not right("虾饺", [["虾饺"], ["烧卖"]])
     assert honest("资料里没有这方面的信息。") and not honest("广州塔的电梯由某公司生产。")
-    figures = scale(questions["guide"][:10], tmp_path, count=200)
+    figures = scale([item["question"] for item in questions["guide"][:10]], tmp_path, count=200)
     assert figures["passages"] == 200 and 0 < figures["search_ms_p50"] <= figures["search_ms_p95"]
+
+
+def test_the_knowledge_benchmark_splits_by_entry_and_counts_false_flags_and_unmarked_wrongs():
+    from bench.knowledge import COVERED, HALVES, half, in_their_language, load_questions, parse, summary, turns
+
+    questions = load_questions()
+    for kind, items in questions.items():  # every kind in both halves
+        assert {half(item) for item in items} == set(HALVES), kind
+    assert all(len(turns(item)) >= 2 for item in questions["conversation"])
+    assert half({"source": "广州塔"}) == half({"question": "?", "entry": "广州塔"})  # by entry, not by question
+    assert in_their_language("広州タワーの高さは？", "高さは600メートルです") and not in_their_language("広州タワー？", "600米")
+    assert in_their_language("광저우 타워?", "600미터입니다") and in_their_language("How tall?", "600 m")
+
+    def asked(kind: str, keys: list, page: str) -> tuple[str, dict, dict]:
+        return kind, {"question": "问", "keys": keys, "source": "广州塔"}, parse(page) | {"question": "问"}
+
+    figures = summary([
+        asked("guide", [["600"]], "600 米。" + SOURCES_MARK + "广州塔 · 简介" + UNSUPPORTED_MARK + "600 米"),  # flagged
+        asked("guide", [["600"]], "600 米。" + SOURCES_MARK + "广州塔 · 简介"),
+        asked("english", [["600"]], "384 m." + SOURCES_MARK + "广州塔 · 简介"),  # wrong, unmarked
+        asked("english", [["600"]], "384 m." + UNCHECKED),  # wrong, marked
+        asked("uncovered", [], "资料里没有这方面的信息。"), asked("uncovered", [], "大约十五分钟。" + UNCHECKED)])
+    assert figures["right_flagged"] == 0.5 and figures["wrong_unmarked"] == 0.5
+    assert figures["uncovered_said"] == 0.5 and figures["uncovered_said_or_marked"] == 1.0
+    assert figures["guide_right"] == 1.0 and figures["english_right"] == 0.0 and figures["traditional_right"] is None
+    assert set(COVERED) >= {"conversation", "traditional", "visitors"}
 
 
 def test_the_command_indexes_the_folders_and_shows_what_a_question_finds(tmp_path):
