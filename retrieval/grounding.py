@@ -3,12 +3,11 @@
 The persona's system prompt gets fixed rules (so its prefix stays cached); the passages found go into the newest
 question only, best first, numbered, with their document and section, within a budget of the model's tokens. Of a long
 passage the model gets only the sentences that bear on the question (`focused`); the visitor still opens it whole.
-A question asked in English is answered in English. Each question's search decides what it is about (`search_text`):
-a question that names a document's sight or topic by any of its names, in any script, searches for that alone; a
-follow-up that names none or points back ("它几点开门？", "Which metro station is nearest to it?") carries the sight the
-conversation last named. A reply drew on a passage when it
-repeats something of it that the question did not already say, and says nothing of the documents being silent
-(`drawn_on`).
+A question asked in English, Japanese or Korean is answered in its language. Each question's search decides what it is
+about (`search_for`): a question that names a document's sight or topic by any of its names, in any script, searches
+for that alone; a follow-up that names none or points back ("它几点开门？", "Which metro station is nearest to it?")
+carries the sight the conversation last named. A reply drew on a passage when it repeats something of it that the
+question did not already say, and says nothing of the documents being silent (`drawn_on`).
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from config.message import Message
 from retrieval.index import Found
+from retrieval.places import sight
 from retrieval.reading import ALIASES
 from retrieval.terms import ENGLISH_STOP, HAN, simplified, terms, translated
 
@@ -27,16 +27,28 @@ _NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide 
 
 NOT_COVERED = "资料里没有这方面的信息"
 NOT_COVERED_EN = "The guide has no information on this"
+NOT_COVERED_JA = "ガイドの資料にはこの情報がありません"
+NOT_COVERED_KO = "가이드 자료에는 이 정보가 없습니다"
 RULES = f"""
 
 【参考资料的用法】用户的问题前面可能附有【参考资料】。回答事实（地点、年代、数字、时间、价格、交通）时，只使用参考资料里写明的内容，不要编造资料里没有的名称和数字。如果参考资料没有涉及用户问的内容，请直接说“{NOT_COVERED}”（用英文回答时说“{NOT_COVERED_EN}.”），可以建议用户查询官方渠道。不要在回答里提“参考资料”的编号。"""
 NOTHING_FOUND = "【参考资料】资料库里没有找到与这个问题相关的内容。"
+NOT_ANSWERED = f"（以上资料里没有直接回答这个问题的句子。如果资料确实没有答案，请直接说“{NOT_COVERED}”，不要猜测。）"
+# Words that ask about a sight in general, not for a fact: a question of these alone is answered by any passage.
+_GENERAL = frozenset(terms("介绍 简介 讲讲 说说 了解 一下 看看 玩 好玩 值得 推荐 tell about introduce describe overview "
+                           "know visit worth recommend"))
 IN_ENGLISH = ("（游客用英文提问：请用英文回答，地名、人名等名称后面用括号附上资料里的中文写法。Answer in English; after each name, "
               "give it in brackets as the passages write it in Chinese.）")  # after a question asked in English
+# After a question asked in Japanese or Korean: the reply in that language, and what to say when the guide is silent.
+IN_JAPANESE = f"（游客用日语提问：请用日语回答。日本語で答えてください。资料没有答案时说“{NOT_COVERED_JA}”。）"
+IN_KOREAN = f"（游客用韩语提问：请用韩语回答。한국어로 답해 주세요. 资料没有答案时说“{NOT_COVERED_KO}”。）"
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 _NO_LINKS = str.maketrans("[]", "［］")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
+MAX_ASKED = 32  # the words of a question looked for in a passage's sentences: a question is short, a pasted text is not
 
 
 # Words that point back at what the conversation is about, in the visitors' languages.
@@ -96,30 +108,48 @@ def in_english(question: str) -> bool:
 
 
 def focused(found: list[Found], question: str) -> list[Found]:
-    """The passages cut to the sentences that hold a search term of the question or a Chinese word for one of its
-    English words (`terms.translated`), and the lines that a chosen sentence ending in a colon introduces; the words
-    of their document's name and other names do not count (a question about a sight names it, and so does every
-    line of its entry). The best passage is kept whole when none of its sentences holds one, the others are then
-    left out. Passages within `FOCUS_ABOVE` characters are not cut."""
+    """The passages cut to the sentences that bear on the question (`_chosen`). The best passage is kept whole when
+    none of its sentences does, the others are then left out. Passages within `FOCUS_ABOVE` characters are not cut."""
     kept = []
     for rank, passage in enumerate(found):
-        aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
-        # A sight's name ("陈家祠（广东民间工艺博物馆）" is 陈家祠); a title with a colon names a topic, whose words count
-        # ("推荐路线：经典一日游": a question about a route asks for the route).
-        name = "" if re.search("[：:]", passage.title) else re.split(r"[（(]", passage.title)[0]
-        asked = {*terms(question), *translated(question)} - set(terms(" ".join([name, *aliases]))) - _NAMES
-        chosen, introduced = [], False
-        for line in passage.text.split("\n"):
-            sentences = [] if line in aliases else _SENTENCE.findall(line)
-            picked = line if introduced and line.strip() else "".join(
-                sentence for sentence in sentences if any(term in sentence.lower() for term in asked))
-            introduced = (introduced and bool(line.strip())) or picked.rstrip().endswith(("：", ":"))
-            chosen.append(picked)
+        chosen = _chosen(passage, question)
         if any(chosen) and len(passage.text) > FOCUS_ABOVE:
             kept.append(replace(passage, text="\n".join(line for line in chosen if line), whole=passage.text))
         elif any(chosen) or rank == 0:
             kept.append(passage)
     return kept
+
+
+def _asked(passage: Found, question: str) -> list[str]:
+    """What a question asks of a passage: its first `MAX_ASKED` search terms and the Chinese words for its English
+    words (`terms.translated`), less the words of the passage's document's names (a question about a sight names it,
+    and so does every line of its entry) and of the city's."""
+    aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
+    # A title with a colon names a topic, whose words count ("推荐路线：经典一日游": a question about a route asks for it).
+    names = set(terms(" ".join([sight(passage.title), *aliases]))) | _NAMES
+    return [term for term in dict.fromkeys([*terms(question), *translated(question)]) if term not in names][:MAX_ASKED]
+
+
+def _chosen(passage: Found, question: str) -> list[str]:
+    """Each line of a passage, or the part of it that bears on the question: its sentences that hold a word the
+    question asks (`_asked`), and the lines that a chosen sentence ending in a colon introduces; "" for the others."""
+    asked = _asked(passage, question)
+    chosen, introduced = [], False
+    for line in passage.text.split("\n"):
+        sentences = [] if ALIASES.match(line) else _SENTENCE.findall(line)
+        picked = line if introduced and line.strip() else "".join(
+            sentence for sentence, plain in zip(sentences, map(str.lower, map(simplified, sentences)))
+            if any(term in plain for term in asked))
+        introduced = (introduced and bool(line.strip())) or picked.rstrip().endswith(("：", ":"))
+        chosen.append(picked)
+    return chosen
+
+
+def unanswered(found: list[Found], question: str) -> bool:
+    """Whether a question asks something particular (not only "tell me about…") that no sentence of the passages
+    found bears on: the passages then likely do not answer it."""
+    return bool(found) and bool(set(_asked(found[0], question)) - _GENERAL) and not any(
+        any(_chosen(passage, question)) for passage in found)
 
 
 def within(found: list[Found], budget: int, length: Callable[[str], int] = len) -> list[Found]:
@@ -146,20 +176,35 @@ def label(passage: Found) -> str:
 
 
 def grounded(history: list[Message], found: list[Found]) -> list[Message]:
-    """`history` with the newest question preceded by the passages (or by a line saying none was found)."""
+    """`history` with the newest question preceded by the passages (or by a line saying none was found), and a line
+    saying so where no sentence of them bears on the question (`unanswered`)."""
     question = history[-1]
     if found:
         blocks = [f"[{number}] 《{passage.title}》{passage.section}\n{passage.text}" for number, passage in enumerate(found, 1)]
         context = "【参考资料】\n" + "\n\n".join(blocks)
+        context += f"\n\n{NOT_ANSWERED}" if unanswered(found, question["content"]) else ""
     else:
         context = NOTHING_FOUND
-    language = f"\n{IN_ENGLISH}" if in_english(question["content"]) else ""
+    language = f"\n{answer_in(question['content'])}".rstrip()
     return [*history[:-1], {"role": question["role"], "content": f"{context}\n\n【问题】\n{question['content']}{language}"}]
+
+
+def answer_in(question: str) -> str:
+    """What follows a question asked in Japanese, Korean or English: the language to answer in; nothing after one in
+    Chinese."""
+    if _KANA.search(question):
+        return IN_JAPANESE
+    if _HANGUL.search(question):
+        return IN_KOREAN
+    return IN_ENGLISH if in_english(question) else ""
+
+
+_SILENT = "|".join(map(re.escape, (NOT_COVERED, NOT_COVERED_EN, NOT_COVERED_JA, NOT_COVERED_KO)))
 
 
 def says_not_covered(reply: str) -> bool:
     """Whether a reply says the documents are silent (not where it quotes the rule that says to say so)."""
-    return bool(re.search(f"(?<!“)({re.escape(NOT_COVERED)}|{re.escape(NOT_COVERED_EN)})", reply, re.IGNORECASE))
+    return bool(re.search(f"(?<!“)({_SILENT})", reply, re.IGNORECASE))
 
 
 def drawn_on(found: list[Found], reply: str, question: str) -> list[Found]:

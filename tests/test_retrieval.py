@@ -20,7 +20,8 @@ from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
 from retrieval.checking import unsupported
-from retrieval.grounding import IN_ENGLISH, RULES, drawn_on, focused, grounded, search_for, within
+from retrieval.grounding import (IN_ENGLISH, IN_JAPANESE, IN_KOREAN, NOT_ANSWERED, RULES, drawn_on, focused, grounded,
+                                 says_not_covered, search_for, unanswered, within)
 from retrieval.index import Found, KnowledgeIndex
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
@@ -145,6 +146,29 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
     index = KnowledgeIndex(tmp_path / "index.db")
     index.sync(folder)
     assert index.search("停车场在哪里？", [folder], 1)[0].name == "園區"
+
+
+@pytest.mark.parametrize(("questions", "expected"), [
+    (("How long is the queue at the Canton Tower right now?",), True), (("广州塔的电梯是哪家公司生产的？",), True),
+    (("广州塔有多高？",), False), (("介绍一下广州塔",), False), (("Tell me about the Canton Tower",), False),
+    (("广州塔有多高？", "它几点关门？"), False),
+])
+def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
+    history = conversation(*questions)
+    search = search_for(history, index.names([GUIDE]))
+    found = focused(index.search(search.text, [GUIDE], 2, search.documents), questions[-1])
+    assert unanswered(found, questions[-1]) == expected
+    assert (NOT_ANSWERED in grounded(history, found)[-1]["content"]) == expected
+
+
+def test_japanese_and_korean_questions_are_answered_in_their_language():
+    found = [Found("k/广州塔.md", "广州塔", "简介", "广州塔总高度 600 米。", 1.0)]
+    for question, language in [("広州タワーの高さは？", IN_JAPANESE), ("광저우 타워의 높이는?", IN_KOREAN),
+                               ("How tall is it?", IN_ENGLISH)]:
+        assert grounded([{"role": "user", "content": question}], found)[-1]["content"].endswith(f"{question}\n{language}")
+    assert grounded([{"role": "user", "content": "广州塔有多高？"}], found)[-1]["content"].endswith("【问题】\n广州塔有多高？")
+    assert says_not_covered("申し訳ありませんが、ガイドの資料にはこの情報がありません。")
+    assert says_not_covered("가이드 자료에는 이 정보가 없습니다.")
 
 
 def test_a_found_passage_carries_its_whole_document(index):
