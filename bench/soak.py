@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -162,7 +163,10 @@ def main(argv: list[str] | None = None) -> int:
             app.stop()
         time.sleep(2)
         result["left_after_stop"] = [pid for pid in engine if psutil.pid_exists(pid)]
-        result["errors_in_log"] = (state / "app.log").read_text(errors="replace").count("Traceback")
+        log = (state / "app.log").read_text(errors="replace")
+        result["errors_in_log"] = log.count("Traceback")
+        # the first few, with the two lines that logged them, to read after the app's folder is gone
+        result["tracebacks"] = [match.group(0) for match in re.finditer(r"(?:.*\n){0,2}Traceback[\s\S]{0,3000}", log)][:5]
     result |= {"project": str(arguments.project), "model": arguments.model, "engine": arguments.engine,
                "visitors": arguments.visitors,
                "minutes": arguments.minutes, "max_new_tokens": arguments.max_new_tokens,
