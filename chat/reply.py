@@ -25,6 +25,7 @@ from retrieval.grounding import RULES, grounded
 from retrieval.index import Found
 from ui import chat_options, sources, tokenize_command
 from ui.notices import engine_with_notice, knowledge_with_notice, send_error, tell_if_unsaved
+from ui.script import in_script
 from ui.teaching import show_prompt
 
 
@@ -108,8 +109,10 @@ async def stream_answer(app: ChatApp, engine: ChatEngine, prompt: RenderedPrompt
             known = await asyncio.to_thread(app.knowledge.places, persona)  # read from the index once it changes
             await sources.cite(reply, found, session.conversation.turns[-2].content, session.options.teaching, known)
 
+    question = session.conversation.turns[-1].content
     try:
-        await stream_message(app, session, engine, prompt, events, sampling, REPLY, keep, label=label)
+        await stream_message(app, session, engine, prompt, in_script(events, question), sampling, REPLY, keep,
+                             label=label)
     finally:
         await refresh_dashboard(session, engine)
 

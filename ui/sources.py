@@ -18,6 +18,7 @@ from history.conversation import APPENDED, REPLY, SOURCES, SOURCES_MARK, UNCHECK
 from retrieval.checking import Holder, claims, source_text, unsupported
 from retrieval.grounding import drawn_on, label, says_not_covered
 from retrieval.index import Found
+from retrieval.terms import simplified
 
 CHECKED = "unsupported"  # in a reply's REPLY metadata: the claims the passages do not hold
 
@@ -41,7 +42,9 @@ async def cite(reply: cl.Message, found: list[Found], question: str, teaching: b
 
 def appended(said: str, found: list[Found], question: str,
              known: frozenset[str] = frozenset()) -> tuple[str, list[Found], list[str]]:
-    """The lines to put under what the model `said`, the passages it drew on, and the claims they do not hold."""
+    """The lines to put under what the model `said`, the passages it drew on, and the claims they do not hold. A reply
+    (`ui.script`) or a question in Traditional characters is read in Simplified ones, as the sources are written."""
+    said, question = simplified(said), simplified(question)
     used = drawn_on(found, said, question)
     if used:
         missing = unsupported(said, found, used, question, known)
@@ -52,6 +55,7 @@ def appended(said: str, found: list[Found], question: str,
 def check_table(said: str, found: list[Found], used: list[Found], known: frozenset[str] = frozenset()) -> str:
     """The teaching view's check: each figure, quoted name and place of the reply, and the passages that hold it (or
     the document of one it drew on)."""
+    said = simplified(said)
     rows, passages = [], [Holder(source_text(passage)) for passage in found]
     documents = [Holder(passage.document) for passage in used]
     for claim in claims(said, known):
