@@ -21,7 +21,7 @@ from config.message import Message
 from retrieval.index import Found
 from retrieval.places import sight
 from retrieval.reading import ALIASES
-from retrieval.terms import ENGLISH_STOP, HAN, simplified, terms, translated
+from retrieval.terms import ENGLISH_STOP, HAN, said_otherwise, simplified, terms, translated
 
 _NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide is about: it tells nothing
 
@@ -121,13 +121,14 @@ def focused(found: list[Found], question: str) -> list[Found]:
 
 
 def _asked(passage: Found, question: str) -> list[str]:
-    """What a question asks of a passage: its first `MAX_ASKED` search terms and the Chinese words for its English
-    words (`terms.translated`), less the words of the passage's document's names (a question about a sight names it,
+    """What a question asks of a passage: its first `MAX_ASKED` search terms, the Chinese words for its English words
+    (`terms.translated`) and the words a passage may say its Chinese ones with (`terms.said_otherwise`), less the words of the passage's document's names (a question about a sight names it,
     and so does every line of its entry) and of the city's."""
     aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
     # A title with a colon names a topic, whose words count ("推荐路线：经典一日游": a question about a route asks for it).
     names = set(terms(" ".join([sight(passage.title), *aliases]))) | _NAMES
-    return [term for term in dict.fromkeys([*terms(question), *translated(question)]) if term not in names][:MAX_ASKED]
+    return [term for term in dict.fromkeys([*terms(question), *translated(question), *said_otherwise(question)])
+            if term not in names][:MAX_ASKED]
 
 
 def _chosen(passage: Found, question: str) -> list[str]:

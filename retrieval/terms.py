@@ -5,7 +5,7 @@ commonest function words of Mandarin, written Cantonese (係, 嘅, 幾多, 邊�
 singular ("towers", "tower's" → "tower"); optionally every pair of adjacent Chinese characters.
 `romanized` gives a title's pinyin, so that a visitor who types "Chenjiaci" or "Shamian" finds 陈家祠 and 沙面;
 `translated` the Chinese words of a question's English words (`glossary.toml`), so that "How tall…" finds the
-sentence that gives the height.
+sentence that gives the height; `said_otherwise` the words a passage may answer a Chinese question's words with.
 
 Words alone are the default: on our question set they put the right document first more often than words with
 pairs (`bench.knowledge` measures both each run, docs/knowledge.md has the figures).
@@ -25,6 +25,7 @@ HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"\w", re.UNICODE)
 _LATIN = re.compile(r"[a-z]+")
 GLOSSARY: dict[str, list[str]] = tomllib.loads(Path(__file__).with_name("glossary.toml").read_text(encoding="utf-8"))
+SAID_OTHERWISE: dict[str, list[str]] = GLOSSARY.pop("said_otherwise")
 _TO_SIMPLIFIED = opencc.OpenCC("t2s")  # Traditional characters to Simplified (phrases, then characters)
 _FROM_JAPANESE = opencc.OpenCC("jp2t")  # Japanese forms (広, 館) to Traditional ones
 _KANA = re.compile(r"[\u3040-\u30ff]")
@@ -54,9 +55,14 @@ def terms(text: str, pairs: bool = False) -> list[str]:
 
 
 def translated(text: str) -> list[str]:
-    """The words a passage says the words of a question with (`glossary.toml`: Chinese ones for English words, and for
-    Chinese words a passage says otherwise), each once."""
+    """The Chinese words for the English words of a question (`glossary.toml`), each once."""
     return list(dict.fromkeys(chinese for word in terms(text) for chinese in GLOSSARY.get(word, ())))
+
+
+def said_otherwise(text: str) -> list[str]:
+    """The words a passage may answer the Chinese words of a question with (`glossary.toml`, `said_otherwise`:
+    几点 → 开放时间, 原来 → 原名), each once."""
+    return list(dict.fromkeys(other for word in terms(text) for other in SAID_OTHERWISE.get(word, ())))
 
 
 def romanized(text: str) -> str:
