@@ -208,6 +208,17 @@ def says_not_covered(reply: str) -> bool:
     return bool(re.search(f"(?<!“)({_SILENT})", reply, re.IGNORECASE))
 
 
+_CLAIMS_SOURCE = re.compile(r"(?:根据|按照|依据)[^，。,\n]{0,6}资料|资料(?:中|里|上)?(?:显示|提到|记载|写明|说)|"
+                            r"according to the (?:guide|passages?|sources?|references?|information)", re.IGNORECASE)
+
+
+def claims_a_source(reply: str) -> str:
+    """The words of a reply that say it answers from the sources ("根据【参考资料】", "according to the guide"), or
+    nothing."""
+    match = _CLAIMS_SOURCE.search(reply)
+    return match.group(0) if match else ""
+
+
 def drawn_on(found: list[Found], reply: str, question: str) -> list[Found]:
     """The passages a reply drew on: those it repeats the most of, and at least half as much as the best one,
     counting pairs of Chinese characters, words and numbers of two digits or more (a number counts twice) that the

@@ -161,6 +161,18 @@ def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, q
     assert (NOT_ANSWERED in grounded(history, found)[-1]["content"]) == expected
 
 
+def test_a_reply_that_claims_a_source_the_passages_do_not_answer_from_is_marked(index):
+    """Finding 4 of issue 49: "根据【参考资料】，木棉小馆的老板叫任嚣。" under passages that never name the owner."""
+    question = "越秀公园旁边那家叫“木棉小馆”的餐厅，老板叫什么名字？"
+    search = search_for(conversation(question), index.names([GUIDE]))
+    found = focused(index.search(search.text, [GUIDE], 2, search.documents), question)
+    assert unanswered(found, question)
+    lines, used, missing = appended("根据【参考资料】，越秀公园的五羊石像旁边，木棉小馆的老板叫任嚣。", found, question)
+    assert used and "根据【参考资料" in missing[-1] and UNSUPPORTED_MARK in lines
+    tower = index.search("广州塔有多高", [GUIDE], 1, [str((GUIDE / "广州塔.md").resolve())])
+    assert appended("根据资料显示，广州塔总高度 600 米。", focused(tower, "广州塔有多高？"), "广州塔有多高？")[2] == []
+
+
 def test_japanese_and_korean_questions_are_answered_in_their_language():
     found = [Found("k/广州塔.md", "广州塔", "简介", "广州塔总高度 600 米。", 1.0)]
     for question, language in [("広州タワーの高さは？", IN_JAPANESE), ("광저우 타워의 높이는?", IN_KOREAN),

@@ -16,7 +16,7 @@ import chainlit as cl
 
 from history.conversation import APPENDED, REPLY, SOURCES, SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
 from retrieval.checking import Holder, claims, source_text, unsupported
-from retrieval.grounding import drawn_on, label, says_not_covered
+from retrieval.grounding import claims_a_source, drawn_on, label, says_not_covered, unanswered
 from retrieval.index import Found
 from retrieval.terms import simplified
 
@@ -42,12 +42,15 @@ async def cite(reply: cl.Message, found: list[Found], question: str, teaching: b
 
 def appended(said: str, found: list[Found], question: str,
              known: frozenset[str] = frozenset()) -> tuple[str, list[Found], list[str]]:
-    """The lines to put under what the model `said`, the passages it drew on, and the claims they do not hold. A reply
-    (`ui.script`) or a question in Traditional characters is read in Simplified ones, as the sources are written."""
+    """The lines to put under what the model `said`, the passages it drew on, and the claims they do not hold; a reply
+    that says it answers from the sources ("根据参考资料") where no sentence of them bears on the question
+    (`grounding.unanswered`) has that saying among them. A reply (`ui.script`) or a question in Traditional characters
+    is read in Simplified ones, as the sources are written."""
     said, question = simplified(said), simplified(question)
     used = drawn_on(found, said, question)
     if used:
         missing = unsupported(said, found, used, question, known)
+        missing += [claimed] if (claimed := claims_a_source(said)) and unanswered(found, question) else []
         return sources_line(used) + (UNSUPPORTED_MARK + "、".join(missing) if missing else ""), used, missing
     return ("" if says_not_covered(said) else UNCHECKED), [], []
 
