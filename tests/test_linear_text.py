@@ -14,7 +14,7 @@ from history.conversation import model_text
 from history.export import quoted
 from insights.unanswered import search_terms
 from retrieval.checking import claims, unsupported
-from retrieval.grounding import drawn_on, focused, grounded, in_english, named, says_not_covered
+from retrieval.grounding import claims_a_source, drawn_on, focused, grounded, in_english, named, says_not_covered
 from retrieval.index import Found
 from retrieval.passages import passages
 from retrieval.places import places
@@ -67,6 +67,7 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "unsupported": lambda text: unsupported(text, [_passage(text)], [_passage(text)], text, KNOWN),
     "drawn on": lambda text: drawn_on([_passage(text)], text, text),
     "says not covered": says_not_covered,
+    "claims a source": claims_a_source,
     "in English": in_english,
     "focused": lambda text: focused([_passage(text * 2)], text),
     "grounded": lambda text: grounded([{"role": "user", "content": text}], [_passage(text)]),
