@@ -58,7 +58,8 @@ HALVES = ("development", "test")
 HONEST = ("没有", "不知道", "不清楚", "无法", "未提及", "没提到", "未找到", "未说明", "并未", "未包含", "不确定",
           "no information", "not cover", "don't have", "do not have", "doesn't mention", "does not mention",
           "not mentioned", "not available", "don't know", "do not know", "not sure", "unable to", "not provided",
-          "not listed", "no mention")
+          "not listed", "no mention", "情報がありません", "情報はありません", "わかりません", "정보가 없습니다", "정보는 없습니다",
+          "모르겠습니다")
 CONCURRENCY = 4  # chats at once through the app, for the answers
 LONE_CHATS = 12  # questions asked one at a time, each way, for the first-token cost
 AT_ONCE = 8  # chats asked at the same moment, each way, twice
@@ -286,10 +287,15 @@ def through_the_app(model: str, questions: dict[str, list[dict]], temperatures: 
             for knowledge, temperature in runs:
                 replies = asyncio.run(answers(app.url, [turns(item) for item in every], knowledge, temperature))
                 name = f"{'on' if knowledge else 'off'}, {'defaults' if temperature is None else f't={temperature:g}'}"
-                kinds = [kind for kind in (*COVERED, "uncovered") for _ in questions[kind]]
-                result[name] = {part: summary([(kind, item, reply) for kind, item, reply in zip(kinds, every, replies)
-                                               if half(item) == part]) for part in HALVES} | {"replies": replies}
+                result[name] = halves(questions, replies) | {"replies": replies}
     return result
+
+
+def halves(questions: dict[str, list[dict]], replies: list[dict]) -> dict:
+    """The figures of each half, from the replies to every question in order (`through_the_app`)."""
+    asked = [(kind, item) for kind in (*COVERED, "uncovered") for item in questions[kind]]
+    return {part: summary([(kind, item, reply) for (kind, item), reply in zip(asked, replies) if half(item) == part])
+            for part in HALVES}
 
 
 def summary(asked: list[tuple[str, dict, dict]]) -> dict:
@@ -375,6 +381,8 @@ def main() -> None:
     parser.add_argument("--only", choices=("knowledge", "cost"), help="only the answers with the knowledge base on "
                         "(no 'off' run, no cost of grounding), or only the cost: for a try while tuning")
     parser.add_argument("--out", type=Path, default=OUT / "knowledge.json", help="the JSON file (the table beside it)")
+    parser.add_argument("--rescore", action="store_true", help="score the replies stored in --out again (after a change "
+                        "to the scoring, on the same questions), asking nothing")
     arguments = parser.parse_args()
     questions = load_questions()
     if arguments.half:
@@ -382,6 +390,16 @@ def main() -> None:
     if arguments.quick:
         questions = {kind: items[::5] for kind, items in questions.items()}
     temperatures = [None if value == "default" else float(value) for value in arguments.temperatures]
+    if arguments.rescore:
+        results = json.loads(arguments.out.read_text(encoding="utf-8"))
+        for runs in results["models"].values():
+            for mode, run in runs.items():
+                if mode != "grounding_cost":
+                    run |= halves(questions, run["replies"])
+        arguments.out.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
+        arguments.out.with_suffix(".md").write_text(table(results), encoding="utf-8")
+        print(table(results))
+        return
     with tempfile.TemporaryDirectory() as scratch:
         results = {"questions": {kind: len(items) for kind, items in questions.items()},
                    "recall": {"words": recall(questions, False, Path(scratch)),
