@@ -31,6 +31,8 @@ def test_a_traditional_question_gets_its_reply_in_traditional_characters_as_it_s
     deltas = [TextDelta("陈家祠的门票", ReplyStats(0)), TextDelta("是10元，位于荔湾区。", ReplyStats(0)),
               TextDelta("这是思考", ReplyStats(0), kind="thinking")]
     assert converted("陳家祠嘅門票幾多錢？", deltas) == ["陳家祠的門票", "是10元，位於荔灣區。", "这是思考"]
+    assert converted("白雲山最高峰叫什麼？", [TextDelta("最高峰在里面", ReplyStats(0))]) == ["最高峰在裡面"]  # Taiwan's
+    assert converted("白雲山最高峰叫咩名？", [TextDelta("最高峰在里面", ReplyStats(0))]) == ["最高峯在裏面"]  # Hong Kong's
     assert converted("陈家祠的门票多少钱？", deltas) == ["陈家祠的门票", "是10元，位于荔湾区。", "这是思考"]
     assert in_traditional("黃埔軍校係邊一年成立嘅？") and not in_traditional("黄埔军校是哪一年成立的？")
     assert not in_traditional("広東省博物館は何曜日が休館ですか？") and not in_traditional("How tall is it?")

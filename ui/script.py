@@ -1,5 +1,7 @@
 """A reply in the visitor's script: a question written in Traditional characters (陳家祠門票幾多錢？) gets its reply in
-them, converted as it streams by OpenCC (`s2t`) from the Simplified the demo models write best. Each delta is converted
+them, converted as it streams by OpenCC from the Simplified the demo models write best: in Hong Kong's forms (`s2hk`)
+for a question in written Cantonese (嘅, 係, 喺), else in Taiwan's (`s2tw`: 峰, 裡, 著, where OpenCC's own `s2t` writes
+峯, 裏, 着). Each delta is converted
 as it comes: a word split between two deltas may take a character's commoner form (发 as 發 where 頭髮 wanted 髮).
 The sources check reads the reply in Simplified characters again (`retrieval.terms.simplified`).
 """
@@ -14,7 +16,8 @@ import opencc
 from engine.api import ReplyEvent, TextDelta
 from retrieval.terms import HAN, simplified
 
-_TO_TRADITIONAL = opencc.OpenCC("s2t")
+_HONG_KONG, _TAIWAN = opencc.OpenCC("s2hk"), opencc.OpenCC("s2tw")
+_CANTONESE = frozenset("嘅係喺咩冇佢唔嗰啲咗嚟")
 
 
 def in_traditional(question: str) -> bool:
@@ -28,8 +31,8 @@ def _has_kana(text: str) -> bool:
 
 async def in_script(events: AsyncIterator[ReplyEvent], question: str) -> AsyncIterator[ReplyEvent]:
     """`events` with the reply's text in the question's script (its thinking as the model wrote it)."""
-    convert = in_traditional(question)
+    converter = (_HONG_KONG if _CANTONESE & set(question) else _TAIWAN) if in_traditional(question) else None
     async for event in events:
-        if convert and isinstance(event, TextDelta) and event.kind == "answer":
-            event = replace(event, text=_TO_TRADITIONAL.convert(event.text))
+        if converter and isinstance(event, TextDelta) and event.kind == "answer":
+            event = replace(event, text=converter.convert(event.text))
         yield event
