@@ -4,7 +4,7 @@ settle?
 Starts the real app (`chainlit run app.py`, the demo model unless `--model`; knowledge on, logins on as at a client
 site), then `--visitors` visitors each ask the tour guide one question after another, reconnecting as a new chat after
 one to four questions (a phone put away, a page reloaded), for `--minutes`. Every `--every` seconds it reads each
-process's memory: the web process's (RSS and PSS) and each engine process's (PSS). At the end it stops the app as a
+process's memory: the web process's (RSS, PSS, USS) and each engine process's (PSS, USS). At the end it stops the app as a
 presenter does (Ctrl-C) and looks for processes left behind. Reports replies, failures (no whole reply within
 `--timeout`), the samples, and for each process the mean of the middle third of the run against the last third: a
 process whose memory settled changes by well under 1 %. `--engine fake` runs the tests' scripted engine instead of
@@ -79,13 +79,18 @@ async def visitor(url: str, number: int, headers: dict[str, str], deadline: floa
 
 
 def memory(app: AppProcess) -> dict[str, dict[str, int]]:
-    """Each process of the app, by role: the web process's RSS and PSS, each engine process's PSS."""
+    """Each process of the app, by role: the web process's RSS, PSS and USS, each engine process's PSS and USS (its
+    own pages: PSS shares the model file's pages with any other process that maps it, an app run beside it too)."""
     web = psutil.Process(app.process.pid)
-    readings = {"web": {"rss": web.memory_info().rss, "pss": web.memory_full_info().pss}}
+    full = web.memory_full_info()
+    readings = {"web": {"rss": web.memory_info().rss, "pss": full.pss, "uss": full.uss}}
     for child in web.children(recursive=True):
         try:
             name = next((part for part in child.cmdline() if part.startswith("VLLM::")), child.name())
-            readings.setdefault(name, {"pss": 0})["pss"] += child.memory_full_info().pss
+            full = child.memory_full_info()
+            reading = readings.setdefault(name, {"pss": 0, "uss": 0})
+            reading["pss"] += full.pss
+            reading["uss"] += full.uss
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return readings
