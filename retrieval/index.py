@@ -20,7 +20,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.places import places as places_in, sight
+from retrieval.places import places as places_in
+from retrieval.places import sight
 from retrieval.reader_process import ReaderProcess
 from retrieval.reading import SUFFIXES, UnreadableError
 from retrieval.terms import terms

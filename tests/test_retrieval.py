@@ -9,19 +9,30 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import docx
-from dataclasses import replace
-
 import pytest
 from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
 from retrieval.checking import unsupported
-from retrieval.grounding import (IN_ENGLISH, IN_JAPANESE, IN_KOREAN, NOT_ANSWERED, RULES, drawn_on, focused, grounded,
-                                 says_not_covered, search_for, unanswered, within)
+from retrieval.grounding import (
+    IN_ENGLISH,
+    IN_JAPANESE,
+    IN_KOREAN,
+    NOT_ANSWERED,
+    RULES,
+    drawn_on,
+    focused,
+    grounded,
+    says_not_covered,
+    search_for,
+    unanswered,
+    within,
+)
 from retrieval.index import Found, KnowledgeIndex
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
