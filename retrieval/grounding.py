@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from config.message import Message
@@ -92,11 +92,18 @@ def search_for(history: list[Message], names: dict[str, tuple[str, ...]]) -> Sea
     newest = questions[-1]
     sights = named(newest, names)
     if sights and not _BACK.search(newest):
-        return Search(newest, frozenset(sights))
+        return Search(newest, _about(sights.values(), names))
     for earlier in reversed(questions[:-1]):
         if before := named(earlier, names):
-            return Search("\n".join([newest, *before.values()]), frozenset({*sights, *before}))
-    return Search("\n".join(questions[-2:]), frozenset(sights))
+            return Search("\n".join([newest, *before.values()]), _about([*sights.values(), *before.values()], names))
+    return Search("\n".join(questions[-2:]), _about(sights.values(), names))
+
+
+def _about(found: Iterable[str], names: dict[str, tuple[str, ...]]) -> frozenset[str]:
+    """The documents one of whose names holds a name `found`: an operator's "沙面地图" is about 沙面 too."""
+    found = list(found)
+    return frozenset(path for path, aliases in names.items()
+                     if any(name in plain for plain in map(_name, aliases) if plain for name in found))
 
 
 def in_english(question: str) -> bool:

@@ -141,6 +141,15 @@ def test_each_question_searches_for_its_own_sight_or_carries_the_conversations(i
     assert index.search(search.text, [GUIDE], 1, search.documents)[0].name == document, search
 
 
+def test_an_operators_document_named_after_a_sight_is_searched_with_it(index, tmp_path):
+    folder = tmp_path / "operators"
+    folder.mkdir()
+    (folder / "沙面地图.md").write_text("# 沙面地图\n\n沙面的码头在沙面南边，渡轮每 20 分钟一班。\n", encoding="utf-8")
+    index.sync(folder)
+    search = search_for(conversation("沙面的码头在哪里？"), index.names([GUIDE, folder]))
+    assert index.search(search.text, [GUIDE, folder], 1, search.documents)[0].name == "沙面地图"
+
+
 @pytest.mark.parametrize(("question", "document"), [
     ("陳家祠門票幾多錢？", "陈家祠"), ("黃埔軍校係邊一年成立嘅？", "黄埔军校旧址"), ("白雲山最高峰叫咩名？", "白云山"),
     ("廣州塔喺邊個區？", "广州塔"), ("沙面點樣去？", "沙面"),
