@@ -101,9 +101,9 @@ def search_for(history: list[Message], names: dict[str, tuple[str, ...]]) -> Sea
 
 def _about(found: Iterable[str], names: dict[str, tuple[str, ...]]) -> frozenset[str]:
     """The documents one of whose names holds a name `found`: an operator's "沙面地图" is about 沙面 too."""
-    found = list(found)
+    patterns = [re.compile(rf"(?<![a-z]){re.escape(name)}(?![a-z])") for name in found]  # "canton" is not in "cantonese"
     return frozenset(path for path, aliases in names.items()
-                     if any(name in plain for plain in map(_name, aliases) if plain for name in found))
+                     if any(pattern.search(plain) for plain in map(_name, aliases) if plain for pattern in patterns))
 
 
 def in_english(question: str) -> bool:
