@@ -21,7 +21,7 @@ from config.message import Message
 from retrieval.index import Found
 from retrieval.places import sight
 from retrieval.reading import ALIASES
-from retrieval.terms import ENGLISH_STOP, HAN, said_otherwise, simplified, terms, translated
+from retrieval.terms import ENGLISH_STOP, HAN, KANA, said_otherwise, simplified, terms, translated
 
 _NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide is about: it tells nothing
 
@@ -42,7 +42,6 @@ IN_ENGLISH = ("（游客用英文提问：请用英文回答，地名、人名�
 # After a question asked in Japanese or Korean: the reply in that language, and what to say when the guide is silent.
 IN_JAPANESE = f"（游客用日语提问：请用日语回答。日本語で答えてください。资料没有答案时说“{NOT_COVERED_JA}”。）"
 IN_KOREAN = f"（游客用韩语提问：请用韩语回答。한국어로 답해 주세요. 资料没有答案时说“{NOT_COVERED_KO}”。）"
-_KANA = re.compile(r"[\u3040-\u30ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
@@ -129,8 +128,9 @@ def focused(found: list[Found], question: str) -> list[Found]:
 
 def _asked(passage: Found, question: str) -> list[str]:
     """What a question asks of a passage: its first `MAX_ASKED` search terms, the Chinese words for its English words
-    (`terms.translated`) and the words a passage may say its Chinese ones with (`terms.said_otherwise`), less the words of the passage's document's names (a question about a sight names it,
-    and so does every line of its entry) and of the city's."""
+    (`terms.translated`) and the words a passage may say its Chinese ones with (`terms.said_otherwise`), less the
+    words of the passage's document's names (a question about a sight names it, and so does every line of its entry)
+    and of the city's."""
     aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
     # A title with a colon names a topic, whose words count ("推荐路线：经典一日游": a question about a route asks for it).
     names = set(terms(" ".join([sight(passage.title), *aliases]))) | _NAMES
@@ -200,7 +200,7 @@ def grounded(history: list[Message], found: list[Found]) -> list[Message]:
 def answer_in(question: str) -> str:
     """What follows a question asked in Japanese, Korean or English: the language to answer in; nothing after one in
     Chinese."""
-    if _KANA.search(question):
+    if KANA.search(question):
         return IN_JAPANESE
     if _HANGUL.search(question):
         return IN_KOREAN

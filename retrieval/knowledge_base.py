@@ -44,6 +44,7 @@ class KnowledgeBase:
         self.ready = threading.Event()
         self._passages: dict[Path, int] = {}  # passages in each folder, as of the last pass
         self._places: dict[tuple[Path, ...], frozenset[str]] = {}  # the places each persona's folders know
+        self._names: dict[tuple[Path, ...], dict[str, tuple[str, ...]]] = {}  # their documents' names
         self._logged = time.monotonic()
 
     def folders(self, persona: str) -> tuple[Path, ...]:
@@ -79,6 +80,7 @@ class KnowledgeBase:
             self._passages[folder] = report.passages
             if report.indexed or report.removed:
                 self._places.clear()
+                self._names.clear()
             if first or report.indexed or report.removed:
                 log.info("Knowledge: %s: %d files, %d passages (%d read now, %d removed, %d skipped) in %.2f s",
                          folder, report.files, report.passages, report.indexed, report.removed, report.skipped,
@@ -105,7 +107,9 @@ class KnowledgeBase:
         """The passages to put before the newest question of `history`, best first, each cut to the sentences that
         bear on it, within `budget` as `length` measures it (`grounding.within`)."""
         folders = self.folders(persona)
-        search = search_for(history, self.index.names(folders))
+        if folders not in self._names:  # read from the index once it changes, not for every question
+            self._names[folders] = self.index.names(folders)
+        search = search_for(history, self._names[folders])
         found = self.index.search(search.text, folders, TOP_K, search.documents)
         found = [passage for passage in found if passage.score >= RELATIVE_FLOOR * found[0].score]
         return within(focused(found, history[-1]["content"]), budget, length)

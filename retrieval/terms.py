@@ -28,7 +28,7 @@ GLOSSARY: dict[str, list[str]] = tomllib.loads(Path(__file__).with_name("glossar
 SAID_OTHERWISE: dict[str, list[str]] = GLOSSARY.pop("said_otherwise")
 _TO_SIMPLIFIED = opencc.OpenCC("t2s")  # Traditional characters to Simplified (phrases, then characters)
 _FROM_JAPANESE = opencc.OpenCC("jp2t")  # Japanese forms (広, 館) to Traditional ones
-_KANA = re.compile(r"[\u3040-\u30ff]")
+KANA = re.compile(r"[\u3040-\u30ff]")  # Japanese hiragana and katakana
 ENGLISH_STOP = frozenset("a an the is are was were be been do does did of in on at to for from by with about and or but "
                          "not what which who whom whose when where why how much many there it its this that these those "
                          "i me my we our you your he she they them can could should would will shall may might must s "
@@ -42,7 +42,7 @@ STOP = ENGLISH_STOP | frozenset("的 了 是 在 和 与 及 或 吗 呢 吧 啊
 
 def simplified(text: str) -> str:
     """`text` in Simplified characters, from Traditional ones or, in a Japanese text, from Japanese ones."""
-    return _TO_SIMPLIFIED.convert(_FROM_JAPANESE.convert(text) if _KANA.search(text) else text)
+    return _TO_SIMPLIFIED.convert(_FROM_JAPANESE.convert(text) if KANA.search(text) else text)
 
 
 def terms(text: str, pairs: bool = False) -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import replace
 import opencc
 
 from engine.api import ReplyEvent, TextDelta
-from retrieval.terms import HAN, simplified
+from retrieval.terms import HAN, KANA, simplified
 
 _HONG_KONG, _TAIWAN = opencc.OpenCC("s2hk"), opencc.OpenCC("s2tw")
 _CANTONESE = frozenset("嘅係喺咩冇佢唔嗰啲咗嚟")
@@ -22,11 +22,7 @@ _CANTONESE = frozenset("嘅係喺咩冇佢唔嗰啲咗嚟")
 
 def in_traditional(question: str) -> bool:
     """Whether a Chinese question is written in Traditional characters (a Japanese one has its own forms)."""
-    return bool(HAN.search(question)) and simplified(question) != question and not _has_kana(question)
-
-
-def _has_kana(text: str) -> bool:
-    return any("\u3040" <= character <= "\u30ff" for character in text)
+    return bool(HAN.search(question)) and simplified(question) != question and not KANA.search(question)
 
 
 async def in_script(events: AsyncIterator[ReplyEvent], question: str) -> AsyncIterator[ReplyEvent]:
