@@ -1,5 +1,5 @@
-"""`python -m bench.knowledge [--models demo-1.5b demo-0.5b] [--temperatures default 0] [--quick]`: does the tour guide
-tell the truth, in every language, and what does grounding cost?
+"""`python -m bench.knowledge [--models demo-1.5b demo-0.5b] [--temperatures default 0] [--half development]
+[--baseline WORKTREE]`: does the tour guide tell the truth, in every language, and what does grounding cost?
 
 Our own question set (`bench/knowledge_questions.toml`: questions on the guide in `knowledge/` in Chinese, in English
 and mixed, in Traditional characters and written Cantonese, in Japanese and Korean, conversations of two and three
@@ -20,7 +20,7 @@ every figure is reported for each), measured three ways:
   a figure that their cited document does not hold (and how many of those the page leaves unmarked). Then the cost of grounding, in an app whose replies all run to `COST_TOKENS`, on and off in turn
   on questions not asked before (a question asked again would find its prompt in vLLM's prefix cache and measure
   the cache): the first token of lone chats, and of `AT_ONCE` chats asked at the same moment, with their tokens per
-  second in all.
+  second in all; with `--baseline`, another commit's app measured the same way first, in the same run.
 Writes docs/benchmark/knowledge.json and knowledge.md (about 30 minutes for both demo models at the two default
 samplings on 2 AVX-512 cores; 36 with `--temperatures default 0 0.7`).
 """
@@ -216,11 +216,12 @@ async def ask(url: str, questions: list[str], knowledge: bool, temperature: floa
     client.token_times.clear()
     asked = time.perf_counter()
     await client.ask_and_wait(questions[-1], timeout=600)
+    answered = time.perf_counter()
     reply = client.replies()[-1]
     await client.socket.disconnect()
+    times = client.token_times or [answered]  # a reply the app gave without the model streams no token
     return {"question": questions[-1], "before": questions[:-1], **parse(reply), "asked": asked,
-            "last_token": client.token_times[-1],
-            "first_token_s": round(client.token_times[0] - asked, 3), "tokens": client.generated_tokens,
+            "last_token": times[-1], "first_token_s": round(times[0] - asked, 3), "tokens": client.generated_tokens,
             "tokens_per_s": client.footer.get("tokens_per_s")}
 
 
@@ -261,7 +262,7 @@ def grounding_cost(url: str, questions: list[str]) -> dict:
 
 
 def through_the_app(model: str, questions: dict[str, list[dict]], temperatures: list[float | None],
-                    only: str | None = None) -> dict:
+                    only: str | None = None, baseline: Path | None = None) -> dict:
     every = [item for kind in (*COVERED, "uncovered") for item in questions[kind]]
     # Timing questions: all the guide's (also with --quick), reworded so that no answer pass has asked them before.
     timing = [f"{item['question']}（请简单回答）" for item in load_questions()["guide"][::-1]]
@@ -273,11 +274,14 @@ def through_the_app(model: str, questions: dict[str, list[dict]], temperatures: 
         result = {}
         # Every reply of the same length, on and off (a grounded answer is shorter: tokens per second over a round
         # would then measure the answers' length, not the cost of the passages).
-        if only != "knowledge":
-            with AppProcess(model, Path(scratch) / "cost.log", CHAT_MAX_NEW_TOKENS=str(COST_TOKENS),
+        # With `baseline` (another commit's worktree), its cost first, on the same questions, in the same run.
+        for name, project in [("grounding_cost_baseline", baseline), ("grounding_cost", PROJECT_ROOT)]:
+            if only == "knowledge" or project is None:
+                continue
+            with AppProcess(model, Path(scratch) / f"{name}.log", project, CHAT_MAX_NEW_TOKENS=str(COST_TOKENS),
                             CHAT_IGNORE_EOS="true", CHAT_KNOWLEDGE_DIR=str(operators)) as app:
                 app.wait_until_ready()
-                result["grounding_cost"] = grounding_cost(app.url, timing)
+                result[name] = grounding_cost(app.url, timing)
         if only == "cost":
             return result
         runs = [(True, temperature) for temperature in temperatures] + ([] if only else [(False, None)])
@@ -336,7 +340,7 @@ def table(results: dict) -> str:
              "figure not in its cited document (unmarked) |", "|---" * (10 + len(COVERED)) + "|"]
     for model, runs in results["models"].items():
         for mode, run in runs.items():
-            if mode == "grounding_cost":
+            if mode.startswith("grounding_cost"):
                 continue
             for part in HALVES:
                 figures = run[part]
@@ -352,7 +356,9 @@ def table(results: dict) -> str:
     cost = ["| model | knowledge base | lone chat: first token | "
             f"{AT_ONCE} at once: first token (median) | {AT_ONCE} at once: tokens/s in all |", "|---|---|---|---|---|"]
     for model, runs in results["models"].items():
-        for mode, figures in runs.get("grounding_cost", {}).items():
+        for mode, figures in [(f"{mode}{checkout}", figures) for checkout, key in [(" (baseline)", "grounding_cost_baseline"),
+                                                                               ("", "grounding_cost")]
+                              for mode, figures in runs.get(key, {}).items()]:
             cost.append(f"| {model} | {mode} | {figures['lone_first_token_s_median']:.2f} s | "
                         f"{figures[f'first_token_s_median_{AT_ONCE}_at_once']:.2f} s | "
                         f"{figures[f'tokens_per_s_{AT_ONCE}_at_once']} |")
@@ -380,6 +386,8 @@ def main() -> None:
     parser.add_argument("--half", choices=HALVES, help="only this half's questions (tune on the development half)")
     parser.add_argument("--only", choices=("knowledge", "cost"), help="only the answers with the knowledge base on "
                         "(no 'off' run, no cost of grounding), or only the cost: for a try while tuning")
+    parser.add_argument("--baseline", type=Path, help="another commit's worktree: its cost of grounding too, measured "
+                        "in the same run on the same questions (git worktree add /tmp/base COMMIT)")
     parser.add_argument("--out", type=Path, default=OUT / "knowledge.json", help="the JSON file (the table beside it)")
     parser.add_argument("--rescore", action="store_true", help="score the replies stored in --out again (after a change "
                         "to the scoring, on the same questions), asking nothing")
@@ -394,7 +402,7 @@ def main() -> None:
         results = json.loads(arguments.out.read_text(encoding="utf-8"))
         for runs in results["models"].values():
             for mode, run in runs.items():
-                if mode != "grounding_cost":
+                if not mode.startswith("grounding_cost"):
                     run |= halves(questions, run["replies"])
         arguments.out.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
         arguments.out.with_suffix(".md").write_text(table(results), encoding="utf-8")
@@ -412,7 +420,7 @@ def main() -> None:
                 results[f"{name}: ms to embed a passage"] = round(1000 * dense.seconds_per_passage, 1)
         results["scale"] = scale([turns(item)[-1] for kind in COVERED for item in questions[kind]], Path(scratch))
     print(json.dumps(results, ensure_ascii=False, indent=1))
-    results["models"] = {model: through_the_app(model, questions, temperatures, arguments.only)
+    results["models"] = {model: through_the_app(model, questions, temperatures, arguments.only, arguments.baseline)
                          for model in arguments.models}
     arguments.out.parent.mkdir(parents=True, exist_ok=True)
     arguments.out.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -6,6 +6,7 @@ Compare and branches use too), what was said kept in the conversation and the st
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
@@ -14,19 +15,23 @@ import chainlit as cl
 from chat.allowance import over_limit
 from chat.aside import stream_aside
 from chat.parts import ChatApp
-from chat.reply_message import stream_message
+from chat.reply_message import stored_figures, stream_message
 from chat.session import current_session, refresh_dashboard, remember_options
 from chat.turn import in_line, ready_engine
 from config.errors import ChatError, MemoryLowError
 from config.message import Message
-from engine.api import ChatEngine, Refused, RenderedPrompt, ReplyEvent, Sampling
+from engine.api import ChatEngine, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling
 from history.conversation import REPLY
-from retrieval.grounding import RULES, grounded
+from retrieval.grounding import RULES, asks, grounded, not_covered, unanswered
 from retrieval.index import Found
 from ui import chat_options, sources, tokenize_command
+from ui.dashboard import footer
 from ui.notices import engine_with_notice, knowledge_with_notice, send_error, tell_if_unsaved
-from ui.script import in_script
-from ui.teaching import show_prompt
+from ui.read_aloud import speech
+from ui.script import in_script, in_their_script
+from ui.teaching import show_prompt, show_unanswered
+
+log = logging.getLogger("app")
 
 
 async def answer(app: ChatApp, message: cl.Message) -> None:
@@ -63,6 +68,9 @@ async def answer(app: ChatApp, message: cl.Message) -> None:
         # falls back to fewer.
         found = await asyncio.to_thread(app.knowledge.search, persona.name, conversation.messages(),
                                         app.settings.max_model_len // 3, lambda text: len(engine.tokens(text)))
+        if found and asks(message.content) and await asyncio.to_thread(unanswered, found, message.content):
+            await say_not_covered(engine, message.content, found)
+            return
     events, prompt, found = await start_reply(engine, system_prompt, conversation.messages(), sampling, found)
     async with aclosing(events):
         if isinstance(prompt, Refused):
@@ -80,6 +88,23 @@ async def answer(app: ChatApp, message: cl.Message) -> None:
             else:
                 await stream_answer(app, engine, prompt, events, sampling, found)
     session.told_unsaved = await tell_if_unsaved(app.store, session.told_unsaved)
+
+
+async def say_not_covered(engine: ChatEngine, question: str, found: list[Found]) -> None:
+    """A question the passages found do not answer (`grounding.unanswered`): the reply says so in words, in the
+    visitor's language and script, without asking the model (measured on the knowledge benchmark's development half:
+    given such passages, the demo models answered from what they say of something else). With the teaching view on,
+    a step shows the passages and says why."""
+    session = current_session()
+    if session.options.teaching:
+        await show_unanswered(found)
+    text = in_their_script(not_covered(question, found), question)
+    reply = cl.Message(content=text, metadata={REPLY: stored_figures(ReplyStats(prompt_tokens=0), engine.model_name)
+                                                | {"finish": "not_covered"}})
+    reply.elements = [footer(ReplyStats(prompt_tokens=0), speech=await asyncio.to_thread(speech, text))]
+    await reply.send()
+    session.conversation.answer(reply.id, text)
+    log.info("Reply: the passages found do not answer the question; said so without the model")
 
 
 async def start_reply(engine: ChatEngine, system_prompt: str, history: list[Message], sampling: Sampling,

@@ -22,6 +22,9 @@ _FIGURE = re.compile(r"(?<![A-Za-z0-9.,])(\d+(?:[,.]\d+)*(?:[-–~:]\d+(?:[,.]\d
                      r"ft\b|yuan\b|rmb\b|minutes?\b|hours?\b))?", re.IGNORECASE)
 _LIST_NUMBER = re.compile(r"^[ \t]*\d+[.、)]\s", re.MULTILINE)  # "1. " starting a line numbers a list: not a figure
 _QUOTED = re.compile(r"《([^》\n]{2,20})》|“([^”\n]{2,12})”")
+_DIGITS = {character: value for value, character in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
+_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10_000}
+_CHINESE_NUMBER = re.compile(f"[{''.join(_DIGITS)}{''.join(_UNITS)}]+")
 
 
 def numbers(text: str) -> set[str]:
@@ -41,11 +44,32 @@ def claims(reply: str, known: frozenset[str] = frozenset()) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def chinese_numbers(text: str) -> set[str]:
+    """The numbers `text` writes in Chinese numerals (二月十一至十三日: 2, 11, 13; 一百多座: 100; 二〇一〇: 2010), as
+    plain strings, zero left out."""
+    found = set()
+    for run in _CHINESE_NUMBER.findall(text):
+        if not set(run) & set(_UNITS):  # digit by digit, as a year is written
+            found.add(str(int("".join(str(_DIGITS[character]) for character in run))))
+            continue
+        total = section = digit = 0
+        for character in run:
+            if character in _DIGITS:
+                digit = _DIGITS[character]
+            elif character == "万":
+                total, section, digit = total + (section + digit) * 10_000, 0, 0
+            else:
+                section, digit = section + (digit or 1) * _UNITS[character], 0
+        found.add(str(total + section + digit))
+    return found - {"0"}
+
+
 class Holder:
-    """A text read once, to look up many claims in: every number of a figure, or a quoted name (spaces aside)."""
+    """A text read once, to look up many claims in: every number of a figure (in digits or Chinese numerals: a reply
+    may write 11 where its document wrote 十一), or a quoted name (spaces aside)."""
 
     def __init__(self, text: str) -> None:
-        self.numbers = numbers(text)
+        self.numbers = numbers(text) | chinese_numbers(text)
         self.compact = "".join(text.split())
 
     def holds(self, claim: str) -> bool:
@@ -66,10 +90,11 @@ def source_text(passage: Found) -> str:
 def unsupported(reply: str, given: list[Found], used: list[Found], question: str,
                 known: frozenset[str] = frozenset()) -> list[str]:
     """The claims of `reply` (`known`: the places to check) that neither the whole documents of the passages it drew
-    on (`used`), nor the passages it was given, nor the question hold."""
-    documents = dict.fromkeys(passage.document for passage in used)
-    sources = Holder("\n".join([*documents, *map(source_text, given), question]))
-    return [claim for claim in claims(reply, known) if not sources.holds(claim)]
+    on (`used`), nor the passages it was given, nor the question hold; a place, that neither those documents nor the
+    question hold (a station of another sight's passage is not this one's)."""
+    documents = "\n".join([*dict.fromkeys(passage.document for passage in used), question])
+    cited, sources = Holder(documents), Holder("\n".join([documents, *map(source_text, given)]))
+    return [claim for claim in claims(reply, known) if not (cited if claim in known else sources).holds(claim)]
 
 
 def _plain(number: str) -> str:

@@ -44,6 +44,9 @@ IN_JAPANESE = f"（游客用日语提问：请用日语回答。日本語で答�
 IN_KOREAN = f"（游客用韩语提问：请用韩语回答。한국어로 답해 주세요. 资料没有答案时说“{NOT_COVERED_KO}”。）"
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
+# A count asked for by its measure word ("多少棵树？", "几只考拉？"): only a number counted in that word answers it.
+_COUNTED = re.compile(r"(?:多少|几多|几)\s*([个只家座层位棵条种辆间名人岁])")
+_QUOTED = re.compile(r"[“「《\"]([^”」》\"\n]{2,20})[”」》\"]")  # a name a question quotes: "“金记糖水”的招牌甜品是什么？"
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 _NO_LINKS = str.maketrans("[]", "［］")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
@@ -155,9 +158,16 @@ def _chosen(passage: Found, question: str) -> list[str]:
 
 def unanswered(found: list[Found], question: str) -> bool:
     """Whether a question asks something particular (not only "tell me about…") that no sentence of the passages
-    found bears on: the passages then likely do not answer it."""
-    return bool(found) and bool(set(_asked(found[0], question)) - _GENERAL) and not any(
-        any(_chosen(passage, question)) for passage in found)
+    found bears on, a count ("多少棵树？") that none of those sentences gives in its measure word, or a name it quotes
+    that none of the passages holds ("“金记糖水”的招牌甜品是什么？"): the passages then likely do not answer it."""
+    if not found or not set(_asked(found[0], question)) - _GENERAL:
+        return False
+    chosen = "\n".join(line for passage in found for line in _chosen(passage, question) if line)
+    plain = simplified(question)
+    counted = _COUNTED.search(plain)
+    texts = "".join(simplified(passage.whole or passage.text) for passage in found).replace(" ", "")
+    return (not chosen or bool(counted) and not re.search(rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*{counted[1]}", chosen)
+            or any(name.replace(" ", "") not in texts for name in _QUOTED.findall(plain)))
 
 
 def within(found: list[Found], budget: int, length: Callable[[str], int] = len) -> list[Found]:
@@ -207,12 +217,38 @@ def answer_in(question: str) -> str:
     return IN_ENGLISH if in_english(question) else ""
 
 
+# A message that asks something: visitors' remarks ("广州塔真漂亮") are not questions the guide could fail to answer.
+_ASKS = re.compile(r"[?？]|吗|么|呢|谁|哪|几|多[少高长远久大重深宽]|怎|咩|边|か|까|나요|\b(?:how|what|which|when|where|who|whose|why)\b",
+                   re.IGNORECASE)
+_CHECK_ELSEWHERE = {"zh": "建议向景区或官方渠道查询。", "en": "Please check with the site or its official channels.",
+                    "ja": "現地の窓口や公式サイトでご確認ください。", "ko": "현장 안내소나 공식 채널에서 확인해 주세요."}
+
+
+def asks(question: str) -> bool:
+    """Whether a visitor's message asks a question (by its mark or its question words, in any script)."""
+    return bool(_ASKS.search(simplified(question)))
+
+
+def not_covered(question: str, found: list[Found]) -> str:
+    """The reply to a question the passages found do not answer (`unanswered`), said in words in its language, with
+    the entry that came closest: the demo models, given such passages, answer from what they say of something else."""
+    closest = found[0].title.translate(_NO_LINKS)
+    if KANA.search(question):
+        return f"{NOT_COVERED_JA}（《{closest}》にも書かれていません）。{_CHECK_ELSEWHERE['ja']}"
+    if _HANGUL.search(question):
+        return f"{NOT_COVERED_KO}（《{closest}》에도 없습니다）. {_CHECK_ELSEWHERE['ko']}"
+    if in_english(question):
+        return f"{NOT_COVERED_EN}: the guide's entry 《{closest}》 does not say. {_CHECK_ELSEWHERE['en']}"
+    return f"{NOT_COVERED}：导游资料《{closest}》里没有说到。{_CHECK_ELSEWHERE['zh']}"
+
+
 _SILENT = "|".join(map(re.escape, (NOT_COVERED, NOT_COVERED_EN, NOT_COVERED_JA, NOT_COVERED_KO)))
 
 
 def says_not_covered(reply: str) -> bool:
-    """Whether a reply says the documents are silent (not where it quotes the rule that says to say so)."""
-    return bool(re.search(f"(?<!“)({_SILENT})", reply, re.IGNORECASE))
+    """Whether a reply says the documents are silent (not where it quotes the rule that says to say so), in any
+    script."""
+    return any(re.search(f"(?<!“)({_SILENT})", text, re.IGNORECASE) for text in (reply, simplified(reply)))
 
 
 _CLAIMS_SOURCE = re.compile(r"(?:根据|按照|依据)[^，。,\n]{0,6}资料|资料(?:中|里|上)?(?:显示|提到|记载|写明|说)|"

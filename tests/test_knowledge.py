@@ -14,6 +14,7 @@ import pytest
 
 from harness.visitor import until, visit
 from history.conversation import SOURCES_MARK, UNCHECKED
+from retrieval.grounding import NOT_COVERED
 from tests.conftest import ARTIFACTS, ROOT, FakeApp
 from tests.fake_engine import QUOTE
 from tests.test_history_socket import cookie_of
@@ -59,6 +60,23 @@ async def test_a_grounded_reply_names_its_sources_which_open_their_passages_and_
     await again.ask_and_wait("再说一次")  # a reply that repeats no passage names none, and is marked not checked
     assert SOURCES_MARK not in again.replies()[-1] and again.replies()[-1].endswith(UNCHECKED)
     await again.socket.disconnect()
+
+
+async def test_a_question_no_passage_answers_is_told_so_in_words_without_the_model(knowledge_app):
+    """Finding 4 of issue 49: the guide's entry on 沙面 says nothing of its trees."""
+    visitor = await visit(knowledge_app.url, knowledge_app.cookie)
+    await visitor.socket.emit("chat_settings_change", {"teaching": True})
+    await visitor.ask_and_wait(f"沙面岛上一共有多少棵树？{QUOTE}")
+    assert visitor.replies()[-1].startswith(f"{NOT_COVERED}：导游资料《沙面》里没有说到。")
+    assert visitor.generated_tokens == 0 and not any(event == "stream_start" for event, _ in visitor.events)
+    step = next(data["output"] for event, data in visitor.events
+                if event in ("new_message", "update_message") and data.get("name") == "检索 Retrieval" and data["output"])
+    assert "没有调用模型" in step and "沙面 · " in step
+    await visitor.ask_and_wait("沙面島上一共有幾多棵樹？")
+    assert visitor.replies()[-1].startswith("資料裡沒有這方面的信息")
+    await visitor.ask_and_wait("谢谢")  # the conversation holds both replies, and the engine sees them
+    assert visitor.replies()[-1].startswith("[5 messages]")
+    await visitor.socket.disconnect()
 
 
 async def test_operators_documents_serve_every_persona_and_an_unreadable_file_is_skipped(knowledge_app):

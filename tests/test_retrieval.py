@@ -25,9 +25,11 @@ from retrieval.grounding import (
     IN_KOREAN,
     NOT_ANSWERED,
     RULES,
+    asks,
     drawn_on,
     focused,
     grounded,
+    not_covered,
     says_not_covered,
     search_for,
     unanswered,
@@ -38,6 +40,7 @@ from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
 from retrieval.terms import romanized, terms, translated
 from tests.conftest import ROOT
+from ui.script import in_their_script
 from ui.sources import appended, check_table, stored
 
 pytestmark = pytest.mark.fast
@@ -171,7 +174,9 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
 @pytest.mark.parametrize(("questions", "expected"), [
     (("How long is the queue at the Canton Tower right now?",), True), (("广州塔的电梯是哪家公司生产的？",), True),
     (("广州塔有多高？",), False), (("介绍一下广州塔",), False), (("Tell me about the Canton Tower",), False),
-    (("广州塔有多高？", "它几点关门？"), False),
+    (("广州塔有多高？", "它几点关门？"), False), (("沙面岛上一共有多少棵树？",), True), (("广州一共有多少个区？",), False),
+    (("沙面島上一共有幾多棵樹？",), True), (("长隆野生动物世界有几只考拉？",), True),
+    (("陈家祠对面那家“金记糖水”的招牌甜品是什么？",), True), (("石室圣心大教堂为什么叫“石室”？",), False),
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)
@@ -179,6 +184,19 @@ def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, q
     found = focused(index.search(search.text, [GUIDE], 2, search.documents), questions[-1])
     assert unanswered(found, questions[-1]) == expected
     assert (NOT_ANSWERED in grounded(history, found)[-1]["content"]) == expected
+
+
+def test_the_reply_to_a_question_no_passage_answers_says_so_in_the_visitors_language_and_script():
+    shamian = [Found("k/沙面.md", "沙面", "简介", "沙面是珠江边的一座小岛。", 1.0)]
+    for question, said in [("沙面有多少棵树？", "资料里没有这方面的信息：导游资料《沙面》里没有说到"),
+                           ("沙面島上有幾多棵樹？", "資料裡沒有這方面的信息：導遊資料《沙面》裡沒有說到"),
+                           ("How many trees are on Shamian Island?", "The guide has no information on this: the guide's "
+                                                                     "entry 《沙面》 does not say."),
+                           ("沙面には木が何本ありますか？", "ガイドの資料にはこの情報がありません（《沙面》"),
+                           ("사몐에는 나무가 몇 그루 있습니까?", "가이드 자료에는 이 정보가 없습니다（《沙面》")]:
+        reply = in_their_script(not_covered(question, shamian), question)
+        assert reply.startswith(said) and says_not_covered(reply), reply
+    assert asks("广州塔有多高") and asks("Where is it") and asks("陳家祠喺邊度") and not asks("广州塔真漂亮！")
 
 
 def test_a_reply_that_claims_a_source_the_passages_do_not_answer_from_is_marked(index):
@@ -382,6 +400,16 @@ def test_places_the_guide_knows_are_checked_like_figures(index):
     assert unsupported("广州塔位于海珠区，在广州塔站下车。", tower, tower, "广州塔在哪个区？", known) == []
     assert unsupported("可以顺路去陈家祠。", tower, tower, "广州塔附近有什么？", known) == ["陈家祠"]
     assert "| 天河区 | ✗" in check_table("广州塔位于天河区。", tower, tower, known)
+    resort = index.search("长隆地铁站", [GUIDE], 1, [str((GUIDE / "长隆旅游度假区.md").resolve())])
+    # A station of another sight's passage given beside it is not this one's; a figure of it still is held.
+    assert unsupported("广州塔最近的是汉溪长隆站，3号线。", [*tower, *resort], tower, "广州塔最近的地铁站？", known) == ["汉溪长隆站"]
+
+
+def test_a_figure_its_document_writes_in_chinese_numerals_is_held():
+    """The Boluo festival's dates, "二月十一至十三日" in the guide, written 11th to 13th in an English reply."""
+    found = [Found("k/波罗诞.md", "波罗诞", "简介", "每年农历二月十一至十三日前后，这里举办“波罗诞”庙会。", 1.0)]
+    assert unsupported("It is held on the 11 to 13 day of the second lunar month.", found, found, "") == []
+    assert unsupported("It is held on the 14th day.", found, found, "") == ["14"]
 
 
 def test_a_reply_is_cited_checked_or_marked_not_checked():

@@ -25,9 +25,19 @@ def in_traditional(question: str) -> bool:
     return bool(HAN.search(question)) and simplified(question) != question and not KANA.search(question)
 
 
+def _converter(question: str) -> opencc.OpenCC | None:
+    return (_HONG_KONG if _CANTONESE & set(question) else _TAIWAN) if in_traditional(question) else None
+
+
+def in_their_script(text: str, question: str) -> str:
+    """`text` in the question's script."""
+    converter = _converter(question)
+    return converter.convert(text) if converter else text
+
+
 async def in_script(events: AsyncIterator[ReplyEvent], question: str) -> AsyncIterator[ReplyEvent]:
     """`events` with the reply's text in the question's script (its thinking as the model wrote it)."""
-    converter = (_HONG_KONG if _CANTONESE & set(question) else _TAIWAN) if in_traditional(question) else None
+    converter = _converter(question)
     async for event in events:
         if converter and isinstance(event, TextDelta) and event.kind == "answer":
             event = replace(event, text=converter.convert(event.text))

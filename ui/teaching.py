@@ -9,6 +9,7 @@ import re
 import chainlit as cl
 
 from engine.api import RenderedPrompt, Sampling, TokenProbability
+from retrieval.grounding import label
 from retrieval.index import Found
 from ui import sources
 from ui.token_view import Branchable, Recent, prompt_view, token_view
@@ -46,3 +47,12 @@ def reply_token_view(branchable: Recent[Branchable], reply: cl.Message, prompt: 
     view = token_view(tokens, sampling, branch_from)
     branchable.add(view.id, Branchable(reply.id, prompt, sampling, tokens))
     return [view]
+
+
+async def show_unanswered(found: list[Found]) -> None:
+    """The step above a reply the app gave without the model: the passages found, none of whose sentences answers
+    the question (`grounding.unanswered`)."""
+    async with cl.Step(name="检索 Retrieval", type="tool", show_input=False) as step:
+        step.output = ("资料里没有回答这个问题的句子：回答由应用直接给出，没有调用模型。 No sentence of the passages found answers "
+                       "the question: the app says so itself, without asking the model.\n\n" +
+                       "\n".join(f"- {label(passage)} · BM25 {passage.score:.2f}" for passage in found))
