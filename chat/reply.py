@@ -101,7 +101,9 @@ async def say_not_covered(engine: ChatEngine, question: str, found: list[Found])
     text = in_their_script(not_covered(question, found), question)
     reply = cl.Message(content=text, metadata={REPLY: stored_figures(ReplyStats(prompt_tokens=0), engine.model_name)
                                                 | {"finish": "not_covered"}})
-    reply.elements = [footer(ReplyStats(prompt_tokens=0), speech=await asyncio.to_thread(speech, text))]
+    figures = footer(ReplyStats(prompt_tokens=0), speech=await asyncio.to_thread(speech, text))
+    figures.props["by_app"] = True  # the footer says the model was not asked
+    reply.elements = [figures]
     await reply.send()
     session.conversation.answer(reply.id, text)
     log.info("Reply: the passages found do not answer the question; said so without the model")

@@ -68,7 +68,8 @@ async def test_a_question_no_passage_answers_is_told_so_in_words_without_the_mod
     await visitor.socket.emit("chat_settings_change", {"teaching": True})
     await visitor.ask_and_wait(f"沙面岛上一共有多少棵树？{QUOTE}")
     assert visitor.replies()[-1].startswith(f"{NOT_COVERED}：导游资料《沙面》里没有说到。")
-    assert visitor.generated_tokens == 0 and not any(event == "stream_start" for event, _ in visitor.events)
+    assert visitor.generated_tokens == 0 and visitor.footer["by_app"]
+    assert not any(event == "stream_start" for event, _ in visitor.events)
     step = next(data["output"] for event, data in visitor.events
                 if event in ("new_message", "update_message") and data.get("name") == "检索 Retrieval" and data["output"])
     assert "没有调用模型" in step and "沙面 · " in step

@@ -1,4 +1,5 @@
-// One line under an assistant reply: tokens generated, decode speed, time to first token (measured); with Compare
+// One line under an assistant reply: tokens generated, decode speed, time to first token (measured), or, under a
+// reply the app gave itself (props.by_app: the guide does not hold the answer), that the model was not asked; with Compare
 // on, a line above it with the sampling the reply was drawn with (data-compare-label), shown while the reply streams.
 // Its buttons: 运行状态 opens the live statistics (props.show, an action: on a phone they stay closed until asked
 // for), and 朗读 reads the reply aloud with the browser's own speech synthesis (props.speech: the text, without the
@@ -44,7 +45,8 @@ export default function ReplyFooter() {
     <div className="text-xs text-muted-foreground font-mono flex flex-wrap items-center gap-x-3 gap-y-1"
          data-stat="reply_footer">
       {props.label && <div data-compare-label="" className="basis-full font-sans font-semibold text-foreground">⚖️ {props.label}</div>}
-      {(!props.label || props.generated_tokens > 0) &&
+      {props.by_app && <span>应用的回答，未调用模型 the app's own reply, not the model's</span>}
+      {!props.by_app && (!props.label || props.generated_tokens > 0) &&
         <span>{`${props.generated_tokens} tokens · ${props.tokens_per_s ?? "–"} tokens/s · 首字 first token ${props.ttft_s ?? "–"} s`}</span>}
       {props.show && props.generated_tokens > 0 && (
         <button data-show-stats="" className={button} style={sans} onClick={() => callAction({ name: props.show, payload: {} })}>
