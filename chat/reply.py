@@ -21,7 +21,7 @@ from chat.turn import in_line, ready_engine
 from config.errors import ChatError, MemoryLowError
 from config.message import Message
 from engine.api import ChatEngine, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling
-from history.conversation import REPLY
+from history.conversation import APPENDED, REPLY
 from retrieval.grounding import RULES, asks, grounded, not_covered, unanswered
 from retrieval.index import Found
 from ui import chat_options, sources, tokenize_command
@@ -99,8 +99,9 @@ async def say_not_covered(engine: ChatEngine, question: str, found: list[Found])
     if session.options.teaching:
         await show_unanswered(found)
     text = in_their_script(not_covered(question, found), question)
+    # Stored as a reply checked against the knowledge base that drew on no source: the operator's page lists it.
     reply = cl.Message(content=text, metadata={REPLY: stored_figures(ReplyStats(prompt_tokens=0), engine.model_name)
-                                                | {"finish": "not_covered"}})
+                                                | {"finish": "not_covered", APPENDED: 0}})
     figures = footer(ReplyStats(prompt_tokens=0), speech=await asyncio.to_thread(speech, text))
     figures.props["by_app"] = True  # the footer says the model was not asked
     reply.elements = [figures]

@@ -55,6 +55,8 @@ class ChatClient:
             self._chat_start_seen = True
         elif event == "new_message":
             self.messages.append(data)
+            if "reply" in (data.get("metadata") or {}) and not self.text:  # a reply sent whole: the app's own
+                self.text = data["output"]
         elif event == "resume_thread":  # a stored conversation was opened again: no chat start follows
             self._chat_start_seen = True
             self.started.set()

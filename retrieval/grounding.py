@@ -21,7 +21,7 @@ from config.message import Message
 from retrieval.index import Found
 from retrieval.places import sight
 from retrieval.reading import ALIASES
-from retrieval.terms import ENGLISH_STOP, HAN, KANA, said_otherwise, simplified, terms, translated
+from retrieval.terms import ENGLISH_STOP, GLOSSARY, HAN, KANA, said_otherwise, simplified, terms, translated
 
 _NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide is about: it tells nothing
 
@@ -35,8 +35,8 @@ RULES = f"""
 NOTHING_FOUND = "【参考资料】资料库里没有找到与这个问题相关的内容。"
 NOT_ANSWERED = f"（以上资料里没有直接回答这个问题的句子。如果资料确实没有答案，请直接说“{NOT_COVERED}”，不要猜测。）"
 # Words that ask about a sight in general, not for a fact: a question of these alone is answered by any passage.
-_GENERAL = frozenset(terms("介绍 简介 讲讲 说说 了解 一下 看看 玩 好玩 值得 推荐 tell about introduce describe overview "
-                           "know visit worth recommend"))
+_GENERAL = frozenset(terms("介绍 简介 讲讲 说说 了解 一下 看看 玩 好玩 值得 推荐 谢谢 麻烦 tell about introduce describe "
+                           "overview know visit worth recommend please thank thanks"))
 IN_ENGLISH = ("（游客用英文提问：请用英文回答，地名、人名等名称后面用括号附上资料里的中文写法。Answer in English; after each name, "
               "give it in brackets as the passages write it in Chinese.）")  # after a question asked in English
 # After a question asked in Japanese or Korean: the reply in that language, and what to say when the guide is silent.
@@ -44,8 +44,11 @@ IN_JAPANESE = f"（游客用日语提问：请用日语回答。日本語で答�
 IN_KOREAN = f"（游客用韩语提问：请用韩语回答。한국어로 답해 주세요. 资料没有答案时说“{NOT_COVERED_KO}”。）"
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
-# A count asked for by its measure word ("多少棵树？", "几只考拉？"): only a number counted in that word answers it.
-_COUNTED = re.compile(r"(?:多少|几多|几)\s*([个只家座层位棵条种辆间名人岁])")
+# What a question counts in ("多少棵树？" 棵, "几只考拉？" 只, "哪一年开通的？" 年): only a number in it answers, outside
+# the notes in brackets ("（2026 年 12 月整理，未核实）" says when the guide was written, not when a cable car opened).
+_COUNTED = re.compile(r"(?:多少|几多|几)\s*([个只家座层位棵条种辆间名人岁])|哪一?(年)|\b(?:what|which) (year)\b",
+                      re.IGNORECASE)
+_NOTE = re.compile(r"（[^（）\n]*）|\([^()\n]*\)")
 _QUOTED = re.compile(r"[“「《\"]([^”」》\"\n]{2,20})[”」》\"]")  # a name a question quotes: "“金记糖水”的招牌甜品是什么？"
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 _NO_LINKS = str.maketrans("[]", "［］")
@@ -158,15 +161,19 @@ def _chosen(passage: Found, question: str) -> list[str]:
 
 def unanswered(found: list[Found], question: str) -> bool:
     """Whether a question asks something particular (not only "tell me about…") that no sentence of the passages
-    found bears on, a count ("多少棵树？") that none of those sentences gives in its measure word, or a name it quotes
-    that none of the passages holds ("“金记糖水”的招牌甜品是什么？"): the passages then likely do not answer it."""
-    if not found or not set(_asked(found[0], question)) - _GENERAL:
+    found bears on, a count or a year ("多少棵树？", "哪一年开通？") that none of those sentences gives in its measure
+    word (outside their notes in brackets), or a name it quotes that none of the passages holds ("“金记糖水”的招牌甜品是
+    什么？"): the passages then likely do not answer it. In a question not asked in English, an English word the
+    glossary does not know is a name or a stray word, not something asked."""
+    if not found or not {term for term in set(_asked(found[0], question)) - _GENERAL
+                         if in_english(question) or not re.fullmatch("[a-z]+", term) or term in GLOSSARY}:
         return False
     chosen = "\n".join(line for passage in found for line in _chosen(passage, question) if line)
     plain = simplified(question)
     counted = _COUNTED.search(plain)
     texts = "".join(simplified(passage.whole or passage.text) for passage in found).replace(" ", "")
-    return (not chosen or bool(counted) and not re.search(rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*{counted[1]}", chosen)
+    return (not chosen or bool(counted) and not re.search(rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*"
+                                                          rf"{counted[1] or '年'}", _NOTE.sub("", chosen))
             or any(name.replace(" ", "") not in texts for name in _QUOTED.findall(plain)))
 
 

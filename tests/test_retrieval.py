@@ -177,6 +177,7 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
     (("广州塔有多高？", "它几点关门？"), False), (("沙面岛上一共有多少棵树？",), True), (("广州一共有多少个区？",), False),
     (("沙面島上一共有幾多棵樹？",), True), (("长隆野生动物世界有几只考拉？",), True),
     (("陈家祠对面那家“金记糖水”的招牌甜品是什么？",), True), (("石室圣心大教堂为什么叫“石室”？",), False),
+    (("白云山索道是哪一年开通的？",), True), (("海珠桥是哪一年建成的？",), False), (("广州动物园在哪？谢谢 please",), False),
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)
