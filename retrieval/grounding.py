@@ -170,11 +170,12 @@ def unanswered(found: list[Found], question: str) -> bool:
         return False
     chosen = "\n".join(line for passage in found for line in _chosen(passage, question) if line)
     plain = simplified(question)
-    counted = _COUNTED.search(plain)
-    texts = "".join(simplified(passage.whole or passage.text) for passage in found).replace(" ", "")
-    return (not chosen or bool(counted) and not re.search(rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*"
-                                                          rf"{counted[1] or '年'}", _NOTE.sub("", chosen))
-            or any(name.replace(" ", "") not in texts for name in _QUOTED.findall(plain)))
+    counted, quoted = _COUNTED.search(plain), _QUOTED.findall(plain)
+    if not chosen or counted and not re.search(rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*{counted[1] or '年'}",
+                                               _NOTE.sub("", chosen)):
+        return True
+    texts = "".join(simplified(passage.whole or passage.text) for passage in found).replace(" ", "") if quoted else ""
+    return any(name.replace(" ", "") not in texts for name in quoted)  # whole documents read only for a quoted name
 
 
 def within(found: list[Found], budget: int, length: Callable[[str], int] = len) -> list[Found]:
