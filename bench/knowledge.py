@@ -48,6 +48,7 @@ from retrieval.grounding import search_for
 from retrieval.index import KnowledgeIndex, documents_in
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import read_document
+from retrieval.terms import simplified
 
 QUESTIONS = Path(__file__).with_name("knowledge_questions.toml")
 SAMPLES = Path(__file__).with_name("samples")
@@ -96,8 +97,8 @@ def right(answer: str, keys: list[list[str]]) -> bool:
 
 
 def honest(answer: str) -> bool:
-    lowered = answer.lower()
-    return any(phrase in lowered for phrase in HONEST)
+    """Whether a reply says in words that the guide does not hold the answer, in any script of Chinese."""
+    return any(phrase in text for text in {answer.lower(), simplified(answer).lower()} for phrase in HONEST)
 
 
 def parse(reply: str) -> dict:

@@ -333,6 +333,7 @@ def test_the_knowledge_benchmark_scores_answers_and_builds_its_large_document(tm
     assert right("总高度 600 米", [["600"]]) and right("在 D栋 地下", [["D 栋"]]) and not right("454 米", [["600"]])
     assert right("虾饺、烧卖", [["虾饺"], ["烧卖"]]) and not right("虾饺", [["虾饺"], ["烧卖"]])
     assert honest("资料里没有这方面的信息。") and not honest("广州塔的电梯由某公司生产。")
+    assert honest("資料裡沒有這方面的信息。") and honest("ガイドの資料にはこの情報がありません。")  # every script
     figures = scale([item["question"] for item in questions["guide"][:10]], tmp_path, count=200)
     assert figures["passages"] == 200 and 0 < figures["search_ms_p50"] <= figures["search_ms_p95"]
 
