@@ -109,15 +109,16 @@ def _convert(tools: Path, converter_folder: Path, folder: Path, kind: str, out: 
 
 
 class LlamaServer:
-    """`llama-server` on one GGUF with `slots` parallel slots and continuous batching, on all cores."""
+    """`llama-server` on one GGUF with `slots` parallel slots and continuous batching, on all cores, and `extra`
+    flags (its speculation, for one)."""
 
-    def __init__(self, tools: Path, model: Path, slots: int, context: int, log: Path) -> None:
+    def __init__(self, tools: Path, model: Path, slots: int, context: int, log: Path, extra: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
             [str(tools / "llama-server"), "-m", str(model), "-np", str(slots), "-c", str(context), "-t",
-             str(os.cpu_count()), "-cb", "--host", "127.0.0.1", "--port", str(self.port)],
+             str(os.cpu_count()), "-cb", "--host", "127.0.0.1", "--port", str(self.port), *extra],
             stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_until_ready(self, timeout: float = 600) -> float:

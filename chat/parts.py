@@ -161,7 +161,9 @@ def serve_app(app: ChatApp) -> None:
         kv_cache_usage=lambda: engine.state().kv_cache_usage if (engine := app.engine.current()) else 0.0,
         app_pss=lambda: app.memory.read().app_pss, engine_ready=lambda: app.engine.status() == "ready",
         restarts=lambda: app.engine.restarts,
-        servers=lambda: engine.state().servers if (engine := app.engine.current()) else ()))
+        servers=lambda: engine.state().servers if (engine := app.engine.current()) else (),
+        speculation=lambda: (engine.state().proposed, engine.state().accepted) if (engine := app.engine.current())
+        else (0, 0)))
     if app.logins:
         os.environ["CHAINLIT_AUTH_SECRET"] = app.logins.secret  # Chainlit signs its login tokens with it
         gate_logins(app.logins)

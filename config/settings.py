@@ -25,6 +25,7 @@ CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 DATA_ROOT = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
 DTYPES = ("auto", "bfloat16", "float32", "float16")
 WEIGHTS = ("auto", "int8", "int4", "original")
+SPECULATION = ("ngram", "off")
 MIN_OPERATOR_TOKEN = 24  # characters: a token guessed over the network must not be short
 
 
@@ -56,6 +57,11 @@ class Settings:
     reserved_cpus: int = setting(0, "with `CHAT_THREADS=0`, cores kept free of the engine for the web server (vLLM's "
                                     "own default is 1)")
     batch_tokens: int = setting(256, "tokens the engine computes per step: prompt chunks plus one per running reply")
+    speculation: str = setting("off", "`ngram` = the engine proposes the next tokens by looking the reply's last "
+                                      "ones up in its prompt and checks them in one step (replies are drawn from the "
+                                      "model's own distribution either way); off by default: on 2 cores it did not "
+                                      "pay and halved 8 chats' throughput (docs/performance.md)")
+    speculative_tokens: int = setting(4, "with `CHAT_SPECULATION=ngram`: tokens proposed at most per step (1–8)")
     engine_nice: int = setting(19, "CPU priority of the engine processes (0–19); 19 yields most to the web server "
                                    "and a browser on the same machine")
     stream_update_seconds: float = setting(0.25, "a streaming reply reaches the page at most this often; deltas in "
@@ -126,6 +132,9 @@ class Settings:
             (self.batch_tokens < max(64, self.max_concurrent_replies),
              f"CHAT_BATCH_TOKENS={self.batch_tokens} must be at least 64 and at least "
              f"CHAT_MAX_CONCURRENT_REPLIES={self.max_concurrent_replies}."),
+            (self.speculation not in SPECULATION,
+             f"CHAT_SPECULATION={self.speculation!r} is not one of {', '.join(SPECULATION)}."),
+            (not 1 <= self.speculative_tokens <= 8, f"CHAT_SPECULATIVE_TOKENS={self.speculative_tokens} must be 1–8."),
             (not 0 <= self.engine_nice <= 19, f"CHAT_ENGINE_NICE={self.engine_nice} must be between 0 and 19."),
             (self.temperature is not None and not 0.0 <= self.temperature <= 2.0,
              f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2."),

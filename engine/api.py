@@ -134,6 +134,8 @@ class EngineState:
     waiting: int = 0
     kv_cache_usage: float = 0.0  # 0..1
     servers: tuple[ServerReport, ...] = ()  # the remote engine's servers; none in process
+    proposed: int = 0  # tokens speculation proposed since the engine started; 0 with speculation off
+    accepted: int = 0  # of those, the tokens the model's own choice kept
 
 
 @dataclass(frozen=True)

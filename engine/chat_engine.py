@@ -41,6 +41,7 @@ from engine.prompt import RenderedPrompt
 from engine.replies import StreamingEngine, render_reply
 from engine.shared_tokenizer import SharedTokenizer
 from engine.spawn import main_module_hidden
+from engine.speculation import speculative_config
 from engine.token_text import pieces, split
 from modelprep.hardware import resolve_dtype
 from modelprep.quantization.checkpoint import weight_format
@@ -91,8 +92,9 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
                                                  resolve_dtype(settings.dtype), settings.kv_cache_gib),
         "enforce_eager": True,  # torch.compile gains a little speed for a much longer start (docs/design-figures.md)
         "distributed_executor_backend": "uni",
-        "worker_extension_cls": "engine.sampler_speedup.SamplerSpeedup",
+        "worker_extension_cls": "engine.worker_extension.WorkerExtension",
         "max_logprobs": ALTERNATIVES,
+        "speculative_config": speculative_config(settings),
     }
 
 
@@ -143,6 +145,9 @@ class VllmEngine(StreamingEngine):
                 llm = AsyncLLM.from_vllm_config(config, stat_loggers=[watch.logger])
             if not all(await llm.collective_rpc("install_sampler_speedup")):
                 log.warning("vLLM's sampler is not the one engine.sampler_speedup knows: its own sampler runs")
+            if args.speculative_config and not all(await llm.collective_rpc("install_rejection_kernels")):
+                raise ModelLoadError("vLLM's rejection sampler is not the one engine.speculation knows: set "
+                                     "CHAT_SPECULATION=off")
             return llm
 
         try:
@@ -271,7 +276,8 @@ class VllmEngine(StreamingEngine):
         """The model, how it runs, and vLLM's latest report of requests running and waiting and KV-cache use."""
         scheduler = self._watch.latest
         return EngineState(self.model_name, self.weight_format, self.dtype, self.settings.threads or "auto",
-                           self.settings.max_model_len, scheduler.running, scheduler.waiting, scheduler.kv_cache_usage)
+                           self.settings.max_model_len, scheduler.running, scheduler.waiting, scheduler.kv_cache_usage,
+                           proposed=scheduler.proposed, accepted=scheduler.accepted)
 
     def is_alive(self) -> bool:
         """False once vLLM's engine process has died (killed, out of memory) or was shut down."""

@@ -1,4 +1,5 @@
-"""The engine's own view of its load: requests running and waiting, and KV-cache usage.
+"""The engine's own view of its load: requests running and waiting, KV-cache usage, and the tokens speculation
+proposed and the model accepted.
 
 vLLM's scheduler reports these after every engine step through vLLM's stat-logger interface.
 `SchedulerWatch` hands vLLM a logger (`watch.logger` is the factory) and keeps only the latest report as
@@ -21,6 +22,8 @@ class SchedulerSnapshot:
     waiting: int = 0
     kv_cache_usage: float = 0.0  # fraction of the KV cache's blocks in use, 0..1
     at: float = 0.0  # time.perf_counter() of vLLM's report; 0 = no report yet
+    proposed: int = 0  # tokens speculation proposed since the engine started (`engine.speculation`)
+    accepted: int = 0  # of those, the ones the model's own choice kept
 
 
 class SchedulerWatch:
@@ -40,9 +43,12 @@ class _Recorder(StatLoggerBase):
     def record(self, scheduler_stats: SchedulerStats | None, iteration_stats: IterationStats | None,
                mm_cache_stats: object = None, engine_idx: int = 0) -> None:
         if scheduler_stats is not None:
+            before, step = self._watch.latest, scheduler_stats.spec_decoding_stats
             # One assignment of an immutable object: a reader never sees half an update.
             self._watch.latest = SchedulerSnapshot(scheduler_stats.num_running_reqs, scheduler_stats.num_waiting_reqs,
-                                                   scheduler_stats.kv_cache_usage, time.perf_counter())
+                                                   scheduler_stats.kv_cache_usage, time.perf_counter(),
+                                                   before.proposed + (step.num_draft_tokens if step else 0),
+                                                   before.accepted + (step.num_accepted_tokens if step else 0))
 
     def log_engine_initialized(self) -> None:
         pass

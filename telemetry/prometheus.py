@@ -2,7 +2,7 @@
 the live gauges read at scrape time.
 
 Counters and histograms are fed by the chat handlers (`record_reply`) and the login gate
-(`LOGINS_REFUSED`); gauges (replies running and waiting, KV cache, memory, engine state and restarts) are
+(`LOGINS_REFUSED`); gauges (replies running and waiting, KV cache, memory, engine state and restarts, speculation's tokens) are
 read from their owners when Prometheus asks, through `LiveReadings`. Nothing is estimated: reply figures
 are the engine's own measurements (`ReplyStats`). vLLM's own metrics are not mixed in.
 """
@@ -51,11 +51,11 @@ class LiveReadings(Collector):
 
     def __init__(self, running: Callable[[], int], waiting: Callable[[], int], kv_cache_usage: Callable[[], float],
                  app_pss: Callable[[], int], engine_ready: Callable[[], bool], restarts: Callable[[], int],
-                 servers: Callable[[], tuple[ServerReport, ...]]) -> None:
-        self._readers = running, waiting, kv_cache_usage, app_pss, engine_ready, restarts, servers
+                 servers: Callable[[], tuple[ServerReport, ...]], speculation: Callable[[], tuple[int, int]]) -> None:
+        self._readers = running, waiting, kv_cache_usage, app_pss, engine_ready, restarts, servers, speculation
 
     def collect(self) -> Iterator[Metric]:
-        running, waiting, kv_cache_usage, app_pss, engine_ready, restarts, servers = self._readers
+        running, waiting, kv_cache_usage, app_pss, engine_ready, restarts, servers, speculation = self._readers
         yield GaugeMetricFamily("chat_replies_running", "Replies generating now", value=running())
         yield GaugeMetricFamily("chat_replies_waiting", "Replies waiting in the app's line", value=waiting())
         yield GaugeMetricFamily("chat_kv_cache_usage_ratio", "Share of the engine's KV cache in use (0-1)",
@@ -66,6 +66,13 @@ class LiveReadings(Collector):
                                 "stops", value=int(engine_ready()))
         yield CounterMetricFamily("chat_engine_restarts", "Times the engine was rebuilt after its processes died",
                                   value=restarts())
+        proposed, accepted = speculation()
+        yield CounterMetricFamily("chat_speculative_proposed_tokens", "Tokens speculation proposed (CHAT_SPECULATION) "
+                                  "since the engine started", value=proposed)
+        yield CounterMetricFamily("chat_speculative_accepted_tokens", "Of the tokens speculation proposed, those the "
+                                  "model's own choice kept", value=accepted)
+        yield GaugeMetricFamily("chat_speculative_acceptance_ratio", "Tokens accepted per token proposed since the "
+                                "engine started (0 before any was proposed)", value=accepted / proposed if proposed else 0)
         yield from _per_server(servers())
 
 

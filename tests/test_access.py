@@ -180,6 +180,9 @@ async def test_metrics_count_a_chat(secured):
     assert value(secured, "chat_replies_waiting") == 0 and value(secured, "chat_engine_restarts") == 0
     assert value(secured, "chat_app_memory_pss_bytes") > 1e9
     assert 0 <= value(secured, "chat_kv_cache_usage_ratio") <= 1
+    # Speculation's tokens, proposed and kept (none with it off, the default).
+    proposed, kept = value(secured, "chat_speculative_proposed_tokens"), value(secured, "chat_speculative_accepted_tokens")
+    assert 0 <= kept <= proposed and 0 <= value(secured, "chat_speculative_acceptance_ratio") <= 1
 
 
 def test_the_login_page_says_when_logins_are_locked_and_lets_in_after(secured, browser):

@@ -64,6 +64,7 @@ def test_sidebar_shows_the_warning_when_memory_is_low():
     low = panel_props(engine, MemoryReading(GIB, 7 * GIB, GIB, 8 * GIB), floor, None, streaming=False)
     assert low["memory"]["low"] and low["memory"]["available_mib"] == 1024
     assert low["engine"] | {"model": None} == {"running": 1, "waiting": 2, "kv_cache_percent": 25.0, "model": None,
-                                                 "weights": "int8", "dtype": "bfloat16", "threads": "auto", "context": 4096}
+                                                 "weights": "int8", "dtype": "bfloat16", "threads": "auto", "context": 4096,
+                                                 "speculation_accepted_percent": None}  # nothing proposed yet
     fine = panel_props(engine, MemoryReading(GIB, 4 * GIB, 4 * GIB, 8 * GIB), floor, None, streaming=False)
     assert not fine["memory"]["low"]

@@ -103,11 +103,13 @@ def _non_prose_ids(tokenizer: Tokenizer) -> list[int]:
 
 
 def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int = 0,
-                    hidden_size: int = 128, num_layers: int = 2, echo: str | None = None) -> Path:
+                    hidden_size: int = 128, num_layers: int = 2, echo: str | None = None,
+                    initializer_range: float = 0.2) -> Path:
     """Write a tiny Qwen2 model (config, safetensors, tokenizer, chat template) into `folder`.
 
     The defaults stream hundreds of tokens a second; a larger `hidden_size` and `num_layers` give
-    a model that streams at a real CPU model's pace, for tests of what a browser shows.
+    a model that streams at a real CPU model's pace, for tests of what a browser shows. A small
+    `initializer_range` gives a model that mostly repeats the token before (a reply it copies from).
     """
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = _train_tokenizer(vocab_size=1024, first_tokens=[echo] if echo else [])
@@ -147,7 +149,7 @@ def build_tiny_qwen(folder: Path, *, thinking_template: bool = False, seed: int 
         num_key_value_heads=max(1, hidden_size // 64 // 6),
         max_position_embeddings=16384,
         tie_word_embeddings=True,
-        initializer_range=0.2,  # the default 0.02 makes greedy output one repeated token
+        initializer_range=initializer_range,  # the default 0.02 makes greedy output one repeated token
         eos_token_id=eos[0],
         bos_token_id=ids["<|endoftext|>"],
         torch_dtype="bfloat16",

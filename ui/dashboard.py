@@ -39,6 +39,8 @@ def panel_props(engine: EngineState, memory: MemoryReading, floor: MemoryFloor, 
             "running": engine.running,
             "waiting": engine.waiting,
             "kv_cache_percent": _round(100 * engine.kv_cache_usage, 1),
+            # Tokens the model kept of those speculation proposed (`engine.speculation`); none before any was.
+            "speculation_accepted_percent": _round(100 * engine.accepted / engine.proposed, 1) if engine.proposed else None,
             "model": engine.model,
             "weights": engine.weights,
             "dtype": engine.dtype,

@@ -43,6 +43,10 @@ export default function StatsPanel() {
       <Section title={reply.streaming ? "本次回答（生成中）This reply (streaming)" : "上次回答 Last reply"}>
         <Row label="首字延迟 Time to first token" stat="ttft_s" value={reply.ttft_s} unit="s" />
         <Row label="解码速度 Decode speed" stat="tokens_per_s" value={reply.tokens_per_s} unit="tokens/s" />
+        {engine.speculation_accepted_percent != null && (
+          <Row label="推测采纳（启动以来）Speculation accepted (since start)" stat="speculation_accepted_percent"
+               value={engine.speculation_accepted_percent} unit="%" />
+        )}
         <Row label="提示词 Prompt tokens" stat="prompt_tokens" value={reply.prompt_tokens} />
         <Row label="已生成 Generated tokens" stat="generated_tokens" value={reply.generated_tokens} />
       </Section>
