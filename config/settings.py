@@ -62,6 +62,9 @@ class Settings:
                                       "model's own distribution either way); off by default: on 2 cores it did not "
                                       "pay and halved 8 chats' throughput (docs/performance.md)")
     speculative_tokens: int = setting(4, "with `CHAT_SPECULATION=ngram`: tokens proposed at most per step (1–8)")
+    speculation_max_chats: int = setting(1, "with `CHAT_SPECULATION=ngram`: proposals are made while at most this many "
+                                            "replies generate; with more, every step checks one token per chat (eight "
+                                            "chats' checks cost more than they save on a few cores)")
     engine_nice: int = setting(19, "CPU priority of the engine processes (0–19); 19 yields most to the web server "
                                    "and a browser on the same machine")
     stream_update_seconds: float = setting(0.25, "a streaming reply reaches the page at most this often; deltas in "
@@ -135,6 +138,8 @@ class Settings:
             (self.speculation not in SPECULATION,
              f"CHAT_SPECULATION={self.speculation!r} is not one of {', '.join(SPECULATION)}."),
             (not 1 <= self.speculative_tokens <= 8, f"CHAT_SPECULATIVE_TOKENS={self.speculative_tokens} must be 1–8."),
+            (self.speculation_max_chats < 1,
+             f"CHAT_SPECULATION_MAX_CHATS={self.speculation_max_chats} must be at least 1."),
             (not 0 <= self.engine_nice <= 19, f"CHAT_ENGINE_NICE={self.engine_nice} must be between 0 and 19."),
             (self.temperature is not None and not 0.0 <= self.temperature <= 2.0,
              f"CHAT_TEMPERATURE={self.temperature} must be between 0 and 2."),

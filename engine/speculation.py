@@ -30,8 +30,12 @@ def speculative_config(settings: Settings) -> dict | None:
     """vLLM's `speculative_config` for the settings; None with speculation off."""
     if settings.speculation == "off":
         return None
-    return {"method": "ngram", "num_speculative_tokens": settings.speculative_tokens,
-            "prompt_lookup_min": LOOKUP_MIN, "prompt_lookup_max": LOOKUP_MAX}
+    options = {"method": "ngram", "num_speculative_tokens": settings.speculative_tokens,
+               "prompt_lookup_min": LOOKUP_MIN, "prompt_lookup_max": LOOKUP_MAX}
+    most, chats = settings.speculation_max_chats, settings.max_concurrent_replies
+    if most < chats:  # vLLM's schedule by batch size: (fewest, most, tokens proposed), none above `most`
+        options["num_speculative_tokens_per_batch_size"] = [(1, most, settings.speculative_tokens), (most + 1, chats, 0)]
+    return options
 
 
 def expand(output: torch.Tensor, input_ptr: torch.Tensor, cu_num_tokens_ptr: torch.Tensor, replace_from: float,

@@ -34,6 +34,9 @@ def test_the_settings_name_what_they_take():
     assert speculative_config(load_settings({})) is None  # off unless asked for
     on = speculative_config(load_settings({"CHAT_SPECULATION": "ngram", "CHAT_SPECULATIVE_TOKENS": "6"}))
     assert on["method"] == "ngram" and on["num_speculative_tokens"] == 6
+    assert on["num_speculative_tokens_per_batch_size"] == [(1, 1, 6), (2, 8, 0)]  # a lone chat only, by default
+    assert "num_speculative_tokens_per_batch_size" not in speculative_config(load_settings(
+        {"CHAT_SPECULATION": "ngram", "CHAT_SPECULATION_MAX_CHATS": "8"}))  # every batch size
     with pytest.raises(ConfigError, match="CHAT_SPECULATION='eagle' is not one of ngram, off"):
         load_settings({"CHAT_SPECULATION": "eagle"})
     with pytest.raises(ConfigError, match="CHAT_SPECULATIVE_TOKENS=0 must be 1–8"):
@@ -63,8 +66,10 @@ def repeater(tmp_path_factory):
 def _engine(folder, speculation: str):
     from engine.chat_engine import VllmEngine
 
+    # Proposals at every batch size: the draws below run eight at a time.
     return VllmEngine.load(load_settings({"CHAT_MODEL": str(folder), "CHAT_KV_CACHE_GIB": "1",
-                                          "CHAT_MAX_MODEL_LEN": "2048", "CHAT_SPECULATION": speculation}), folder)
+                                          "CHAT_MAX_MODEL_LEN": "2048", "CHAT_SPECULATION": speculation,
+                                          "CHAT_SPECULATION_MAX_CHATS": "8"}), folder)
 
 
 @pytest.fixture(scope="module")
