@@ -55,7 +55,7 @@ class VllmServer:
 
     def running(self) -> float:
         """The server's own count of requests running, from its /metrics."""
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5).read().decode()
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=30).read().decode()  # busy cores: slow
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith("vllm:num_requests_running"))
 
