@@ -16,6 +16,7 @@ from pathlib import Path
 
 import chainlit as cl
 
+from chat.preview import Previewer
 from chat.reply_queue import ReplyQueue
 from config.errors import ChatError, cannot
 from config.personas import Persona, load_personas
@@ -25,10 +26,12 @@ from engine.service import EngineService
 from history.records import forget_idle
 from history.schema import open_database
 from history.store import ChatStore
+from insights.activity import Activity
 from insights.days import History
 from insights.report import Insights
 from retrieval.grounding import RULES
 from retrieval.knowledge_base import KnowledgeBase
+from retrieval.library import Library
 from telemetry import prometheus
 from telemetry.memory import GIB, MemoryFloor, MemoryMonitor
 from ui import tokenize_command
@@ -43,6 +46,8 @@ from web.health import add_health_routes
 from web.hosts import AppNames, answer_only_to
 from web.join import add_join_page, announce, listening
 from web.operator import add_operator_page
+from web.operator_check import OperatorCheck
+from web.operator_edits import Editing
 from web.ownership import add_owner_checks
 from web.private_files import make_private
 from web.socket_guard import guard_socket
@@ -143,10 +148,14 @@ def serve_app(app: ChatApp) -> None:
     serve_page_offline()
     chinese_first()
     restrict_origins(settings.allowed_origins, names)
-    limit_bodies()
+    limit_bodies(settings.max_upload_mb)
     add_health_routes(app.engine, settings.metrics_token, app.logins)
     add_join_page(app.logins is not None)
-    add_operator_page(app.insights.report, settings.operator_token, app.logins, settings.history_days)
+    check = OperatorCheck(settings.operator_token, app.logins)
+    editing = Editing(check, Library(settings.knowledge_folder, settings.kept_documents), app.knowledge,
+                      Activity(settings.database), Previewer(settings, app.engine, app.knowledge, app.queue, app.floor, app.persona).preview, list(app.personas),
+                      app.insights.report)
+    add_operator_page(app.insights.report, check, settings.history_days, editing)
     remember_origins()
     serve_widget_font()
     announce(app.logins is not None)

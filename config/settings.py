@@ -114,6 +114,8 @@ class Settings:
     operator_token: str = setting("", "bearer token that opens the operator's page `/operator` without logins, at "
                                       f"least {MIN_OPERATOR_TOKEN} characters (docs/operators.md); with logins, "
                                       "operators log in (`web.accounts add NAME --operator`)")
+    max_upload_mb: int = setting(20, "the largest document an operator may upload on `/operator` (MB); a larger one is "
+                                     "refused before it is read")
     daily_tokens_per_user: int | None = setting(None, "with logins: tokens (in and out) a user may spend per day; a "
                                                       "question past it waits for midnight, a running reply always "
                                                       "finishes; empty = no limit")
@@ -157,6 +159,8 @@ class Settings:
             (not 1 <= self.port <= 65535, f"CHAT_PORT={self.port} must be between 1 and 65535."),
             (self.daily_tokens_per_user is not None and self.daily_tokens_per_user < 1,
              f"CHAT_DAILY_TOKENS_PER_USER={self.daily_tokens_per_user} must be empty (no limit) or a number of tokens."),
+            (not 1 <= self.max_upload_mb <= 64,
+             f"CHAT_MAX_UPLOAD_MB={self.max_upload_mb} must be between 1 and 64 (the knowledge reader's limit)."),
             (self.history_days < 0,
              f"CHAT_HISTORY_DAYS={self.history_days} must be 0 (keep everything) or a number of days."),
             (self.login_max_failures < 1 or self.login_lockout_seconds < 1,
@@ -198,6 +202,11 @@ class Settings:
     @property
     def knowledge_folder(self) -> Path:
         return self.knowledge_dir or self.state_dir / "knowledge"
+
+    @property
+    def kept_documents(self) -> Path:
+        """Where documents deleted or replaced from the operator's page are kept for a while (`retrieval.library`)."""
+        return self.state_dir / "knowledge-kept"
 
     @property
     def knowledge_index(self) -> Path:

@@ -39,6 +39,7 @@ class Day:
     asked: list[Asked]  # its unanswered questions
     documents: Counter[str] = field(default_factory=Counter)  # the replies that drew on each document
     passages: Counter[str] = field(default_factory=Counter)  # and on each passage
+    questions: Counter[tuple[str, str]] = field(default_factory=Counter)  # (document, question): replies
 
 
 class History:

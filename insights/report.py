@@ -48,7 +48,8 @@ class Insights:
         mark_answered(groups, self._search)
         return Report(combined({day: figures.usage for day, figures in days.items()}), groups, document_use(
             sum((day.documents for day in days.values()), Counter()),
-            sum((day.passages for day in days.values()), Counter()), documents))
+            sum((day.passages for day in days.values()), Counter()),
+            sum((day.questions for day in days.values()), Counter()), documents))
 
     def _search(self, question: str, persona: str) -> list[Found]:
         if (question, persona) not in self._found:
@@ -65,7 +66,7 @@ def as_json(figures: Report, kind: str) -> str:
 def as_csv(figures: Report, kind: str) -> str:
     """One table per kind: the days, the unanswered questions, the documents by use (never used: 0), the users."""
     out = io.StringIO()
-    writer = _SpreadsheetSafe(csv.writer(out))
+    writer = SpreadsheetSafe(csv.writer(out))
     if kind == "usage":
         writer.writerow(DAY_COLUMNS)
         writer.writerows([day, *asdict(tally).values()] for day, tally in figures.usage.days.items())
@@ -82,7 +83,7 @@ def as_csv(figures: Report, kind: str) -> str:
     return out.getvalue()
 
 
-class _SpreadsheetSafe:
+class SpreadsheetSafe:
     """A CSV writer whose text cells cannot run as formulas when an operator opens the file in a spreadsheet: a
     visitor's question "=HYPERLINK(…)" is written as "'=HYPERLINK(…)" (OWASP's advice on CSV injection)."""
 

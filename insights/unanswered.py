@@ -88,9 +88,11 @@ def asked_on(connection: sqlite3.Connection, bounds: dict[str, str], default_per
 def unanswered(asked: list[Asked], documents: dict[str, tuple[str, float]]) -> list[Unanswered]:
     """A period's unanswered questions, grouped, most asked first (then the latest first). `documents`: the
     knowledge base's (`KnowledgeIndex.documents`), whose names tell what a question is about."""
-    names = name_terms(documents, max((question.at for question in asked), default=""))
-    return sorted((_summary(group, names) for group in grouped(asked, names)),
-                  key=lambda group: (group.asked, group.last_asked), reverse=True)
+    dated = [(stored_time(datetime.fromtimestamp(changed, UTC)), search_terms(f"{name} {title}"))
+             for name, (title, changed) in documents.items()]
+    names = name_terms(dated, max((question.at for question in asked), default=""))
+    return sorted((_summary(group, name_terms(dated, max(question.at for question in group)))
+                   for group in grouped(asked, names)), key=lambda group: (group.asked, group.last_asked), reverse=True)
 
 
 def reason(row) -> str:
@@ -106,11 +108,12 @@ def search_terms(question: str) -> frozenset[str]:
     return frozenset((set(terms(question)) - GLOSSARY.keys() | set(translated(question))) - FRAME)
 
 
-def name_terms(documents: dict[str, tuple[str, float]], before: str) -> set[str]:
-    """The search terms of the names and titles of the documents the guide held `before` then (a stored time): a
-    document added since, to answer a question, must not change how the questions asked before it are grouped."""
-    return {term for name, (title, changed) in documents.items()
-            if stored_time(datetime.fromtimestamp(changed, UTC)) < before for term in search_terms(f"{name} {title}")}
+def name_terms(dated: list[tuple[str, frozenset[str]]], before: str) -> set[str]:
+    """The search terms of the names and titles of the documents (`dated`: each one's time changed, as stored, and
+    its terms) the guide held `before` then (a stored time): a document added since, to answer a question (an entry
+    written from the operator's page is named by the question), must not change how the questions asked before it
+    are grouped, nor what each is about."""
+    return {term for changed, terms_of_name in dated if changed < before for term in terms_of_name}
 
 
 def grouped(asked: list[Asked], names: set[str]) -> list[list[Asked]]:

@@ -53,6 +53,7 @@ _QUOTED = re.compile(r"[“「《\"]([^”」》\"\n]{2,20})[”」》\"]")  # a
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 _NO_LINKS = str.maketrans("[]", "［］")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
+SAME_WORDING = 0.75  # share of a question's terms in such a name that make it another wording of it
 MAX_ASKED = 32  # the words of a question looked for in a passage's sentences: a question is short, a pasted text is not
 
 
@@ -164,8 +165,9 @@ def unanswered(found: list[Found], question: str) -> bool:
     found bears on, a count or a year ("多少棵树？", "哪一年开通？") that none of those sentences gives in its measure
     word (outside their notes in brackets), or a name it quotes that none of the passages holds ("“金记糖水”的招牌甜品是
     什么？"): the passages then likely do not answer it. In a question not asked in English, an English word the
-    glossary does not know is a name or a stray word, not something asked."""
-    if not found or not {term for term in set(_asked(found[0], question)) - _GENERAL
+    glossary does not know is a name or a stray word, not something asked. A question worded like one of the names of
+    the first passage's document that is itself a question is answered by it (`worded_like_a_name`)."""
+    if not found or worded_like_a_name(found[0], question) or not {term for term in set(_asked(found[0], question)) - _GENERAL
                          if in_english(question) or not re.fullmatch("[a-z]+", term) or term in GLOSSARY}:
         return False
     chosen = "\n".join(line for passage in found for line in _chosen(passage, question) if line)
@@ -176,6 +178,22 @@ def unanswered(found: list[Found], question: str) -> bool:
         return True
     texts = "".join(simplified(passage.whole or passage.text) for passage in found).replace(" ", "") if quoted else ""
     return any(name.replace(" ", "") not in texts for name in quoted)  # whole documents read only for a quoted name
+
+
+def worded_like_a_name(passage: Found, question: str) -> bool:
+    """Whether `question` is another wording of one of the passage's document's names that is a question of its own
+    (`asks`): an operator's answer is an entry named by the question it answers and its wordings
+    (`retrieval.library.entry`), and jieba cuts a new wording apart differently ("充电宝借吗": 充电, 宝借; "能存行李":
+    能存), which no sentence holds, so the entry would look silent on what it was written to answer. Another wording:
+    `SAME_WORDING` of the characters of its Chinese search terms (and of its other terms) are in the name's."""
+    asked = _pieces(question)
+    aliases = [match[1] for line in passage.text.split("\n") if (match := ALIASES.match(line))]
+    names = [passage.title, *(name for line in aliases for name in re.split(r"[、；;,，]", line))]
+    return bool(asked) and any(asks(name) and len(asked & _pieces(name)) >= SAME_WORDING * len(asked) for name in names)
+
+
+def _pieces(text: str) -> set[str]:
+    return {piece for term in set(terms(text)) - _GENERAL for piece in (term if HAN.fullmatch(term) else [term])}
 
 
 def within(found: list[Found], budget: int, length: Callable[[str], int] = len) -> list[Found]:

@@ -188,6 +188,29 @@ class KnowledgeIndex:
         return {Path(path).stem: (title, int(stamp.split(":")[1]) / 1e9) for path, title, stamp in rows}
 
 
+    def contents(self, folder: Path) -> dict[str, IndexedFile]:
+        """Each file of `folder` as indexed, by its name within the folder: title, why it was skipped (or ""), and
+        its passages as the guide reads them."""
+        key = str(folder.resolve())
+        with closing(self._connect()) as db:
+            rows = db.execute("SELECT d.path, d.title, d.problem, p.section, p.text FROM documents d LEFT JOIN passages p "
+                              "ON p.document = d.id WHERE d.folder = ? ORDER BY d.path, p.id", (key,)).fetchall()
+        found: dict[str, IndexedFile] = {}
+        for path, title, problem, section, text in rows:
+            name = str(Path(path).relative_to(key))
+            entry = found.setdefault(name, IndexedFile(title, problem, []))
+            if text is not None:
+                entry.passages.append((section, text))
+        return found
+
+
+@dataclass(frozen=True)
+class IndexedFile:
+    title: str
+    problem: str  # why it could not be read, or ""
+    passages: list[tuple[str, str]]  # (section, text)
+
+
 def _stamp(path: Path) -> str:
     status = path.stat()
     return f"{READER_VERSION}:{status.st_mtime_ns}:{status.st_size}"

@@ -46,6 +46,7 @@ class KnowledgeBase:
         self._places: dict[tuple[Path, ...], frozenset[str]] = {}  # the places each persona's folders know
         self._names: dict[tuple[Path, ...], dict[str, tuple[str, ...]]] = {}  # their documents' names
         self._logged = time.monotonic()
+        self._syncing = threading.Lock()  # one pass at a time: the rescan's, or one after an operator's change
 
     def folders(self, persona: str) -> tuple[Path, ...]:
         return (*self.persona_folders.get(persona, ()), self.shared)
@@ -69,23 +70,24 @@ class KnowledgeBase:
             self.sync_all(first=False)
 
     def sync_all(self, first: bool) -> None:
-        folders = dict.fromkeys([*(folder for folders in self.persona_folders.values() for folder in folders),
-                                 self.shared])
-        for folder in folders:
-            try:
-                report = self.index.sync(folder, functools.partial(self._show, folder, first=first))
-            except Exception:  # the disk or the index failed: log it, keep serving, try again at the next rescan
-                log.exception("Knowledge: indexing %s failed; the next try is in %.0f s", folder, RESCAN_SECONDS)
-                continue
-            self._passages[folder] = report.passages
-            if report.indexed or report.removed:
-                self._places.clear()
-                self._names.clear()
-            if first or report.indexed or report.removed:
-                log.info("Knowledge: %s: %d files, %d passages (%d read now, %d removed, %d skipped) in %.2f s",
-                         folder, report.files, report.passages, report.indexed, report.removed, report.skipped,
-                         report.seconds)
-        self.progress = Progress(None, 0, 0)
+        """Bring the index in step with every folder (also called after the operator's page changed a document, so
+        a visitor's next question finds it)."""
+        with self._syncing:
+            for folder in self.all_folders():
+                try:
+                    report = self.index.sync(folder, functools.partial(self._show, folder, first=first))
+                except Exception:  # the disk or the index failed: log it, keep serving, try again at the next rescan
+                    log.exception("Knowledge: indexing %s failed; the next try is in %.0f s", folder, RESCAN_SECONDS)
+                    continue
+                self._passages[folder] = report.passages
+                if report.indexed or report.removed:
+                    self._places.clear()
+                    self._names.clear()
+                if first or report.indexed or report.removed:
+                    log.info("Knowledge: %s: %d files, %d passages (%d read now, %d removed, %d skipped) in %.2f s",
+                             folder, report.files, report.passages, report.indexed, report.removed, report.skipped,
+                             report.seconds)
+            self.progress = Progress(None, 0, 0)
 
     def _show(self, folder: Path, done: int, total: int, first: bool) -> None:
         if first:

@@ -14,6 +14,7 @@ import pytest
 from harness.app_process import AppProcess
 from harness.browser import launch_chromium
 from tests.tiny_model import build_tiny_qwen
+from web.accounts import UsersFile
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -90,6 +91,20 @@ class FakeApp(AppProcess):
 
     def __init__(self, log_path: Path, host: str = "127.0.0.1", **env: str) -> None:
         super().__init__("", log_path, command="tests.fake_app", host=host, **env)
+
+
+def operators_site(state: Path, log_name: str, **env: str) -> FakeApp:
+    """The real app on the scripted engine with logins (alice an operator, bob a visitor, each's password NAME-password)
+    and the operators' documents in `state`/documents, started; `running.state` is `state`."""
+    (state / "documents").mkdir()
+    users = UsersFile(state / "users.json")
+    users.set_password("alice", "alice-password", operator=True)
+    users.set_password("bob", "bob-password")
+    running = FakeApp(ARTIFACTS / log_name, CHAT_STATE_DIR=str(state), CHAT_USERS_FILE=str(state / "users.json"),
+                      CHAT_KNOWLEDGE_DIR=str(state / "documents"), CHAT_MAX_NEW_TOKENS="60", **env)
+    running.wait_until_ready(timeout=60)
+    running.state = state
+    return running
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.fast
 MAY_IMPORT = {
     "app": {"chat", "ui", "history", "config"},
     "chat": {"web", "ui", "telemetry", "insights", "history", "retrieval", "engine", "config"},
-    "web": {"telemetry", "insights", "history", "engine", "config"},
+    "web": {"telemetry", "insights", "history", "retrieval", "engine", "config"},
     "ui": {"telemetry", "history", "retrieval", "engine", "config"},
     "telemetry": {"engine", "config"},
     "insights": {"history", "retrieval", "config"},

@@ -15,14 +15,15 @@ import random
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import httpx
 import pytest
 
 from harness.visitor import until, visit
-from insights.unanswered import Asked, _similar, grouped, search_terms
-from tests.conftest import ARTIFACTS, FakeApp
+from insights.unanswered import Asked, _similar, grouped, search_terms, unanswered
+from tests.conftest import ARTIFACTS, FakeApp, operators_site
 from tests.test_hostile_clients import cookie
 from web.accounts import UsersFile
 
@@ -64,18 +65,26 @@ def test_grouping_compares_only_what_can_be_similar_and_misses_nothing():
     assert grouped(asked, NAMES) == everyone and 20 < len(everyone) < 380
 
 
+@pytest.mark.fast
+def test_an_entry_named_by_its_question_leaves_what_the_question_asked_about():
+    """An answer written from the page is an entry named by its question: a question asked after it (here in
+    English) must not make the entry's words names for the questions before it, or the group is about nothing and is
+    never marked answered."""
+    def at(second: int) -> str:
+        return f"2026-12-06T00:54:{second:02d}.000Z"
+
+    asked = [Asked("沙面岛上有共享单车吗？", at(35), "tour_guide", "not_covered", search_terms("沙面岛上有共享单车吗？")),
+             Asked("Is Shamian quiet at night?", at(48), "tour_guide", "no_source", search_terms("Is Shamian quiet?"))]
+    documents = {"沙面": ("沙面", datetime(2026, 11, 1, tzinfo=UTC).timestamp()),
+                 "沙面岛上有共享单车吗": ("沙面岛上有共享单车吗", datetime(2026, 12, 6, 0, 54, 38, tzinfo=UTC).timestamp())}
+    group = next(group for group in unanswered(asked, documents) if group.question.startswith("沙面"))
+    assert group.about == ["共享", "单车", "岛上"]
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    state = tmp_path_factory.mktemp("operator-state")
-    (state / "documents").mkdir()
-    users = UsersFile(state / "users.json")
-    users.set_password("alice", "alice-password", operator=True)
-    users.set_password("bob", "bob-password")
-    running = FakeApp(ARTIFACTS / "app-operator.log", CHAT_STATE_DIR=str(state), CHAT_USERS_FILE=str(state / "users.json"),
-                      CHAT_KNOWLEDGE_DIR=str(state / "documents"), CHAT_MAX_NEW_TOKENS="60",
-                      CHAT_OPERATOR_TOKEN="operator-secret-token-of-32-chars", CHAT_DAILY_TOKENS_PER_USER="100000")
-    running.wait_until_ready(timeout=60)
-    running.state = state
+    running = operators_site(tmp_path_factory.mktemp("operator-state"), "app-operator.log",
+                             CHAT_OPERATOR_TOKEN="operator-secret-token-of-32-chars", CHAT_DAILY_TOKENS_PER_USER="100000")
     yield running
     running.stop()
 

@@ -36,6 +36,7 @@ from retrieval.grounding import (
     within,
 )
 from retrieval.index import Found, KnowledgeIndex
+from retrieval.library import entry
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
 from retrieval.terms import romanized, terms, translated
@@ -425,3 +426,17 @@ def test_a_reply_is_cited_checked_or_marked_not_checked():
     assert appended("The guide has no information on this.", found, "Who made the lifts?")[0] == ""
     assert "| 384 米 | ✗" in check_table("广州塔总高度 384 米，门票 600 元", found, found) and "| 600 元 | [1] |" in \
         check_table("广州塔总高度 384 米，门票 600 元", found, found)
+
+
+def test_an_operators_answer_answers_other_wordings_of_its_question_and_nothing_else(tmp_path):
+    """An entry written from the operator's page is named by its question: "充电宝借吗" cut into 充电 and 宝借 leaves
+    宝借, which no sentence holds, and the app said the entry written for it did not say it (seen on the 1.5B demo)."""
+    (tmp_path / "陈家祠附近哪里可以租充电宝.md").write_text(entry(
+        "陈家祠附近哪里可以租充电宝", "陈家祠门口的游客服务点和地铁陈家祠站 D 出口都有共享充电宝，扫码租借。",
+        ["陈家祠附近哪里可以租充电宝？"]), encoding="utf-8")
+    index = KnowledgeIndex(tmp_path / "index.db")
+    index.sync(tmp_path)
+    for question, answered in [("陈家祠有充电宝借吗？", True), ("陈家祠附近哪里能借到充电宝？", True), ("在陈家祠能租充电宝吗？", True),
+                               ("陈家祠附近停车多少钱？", False), ("陈家祠的充电宝多少钱一小时？", False)]:
+        found = index.search(question, [tmp_path], 1)
+        assert unanswered(found, question) is not answered, question

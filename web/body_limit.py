@@ -3,7 +3,9 @@
 Chainlit 2.12's `POST /project/file` reads the whole upload (FastAPI first spools the multipart body, with no
 limit) before it checks that uploads are on at all; its other routes that take a body set no limit either. This
 ASGI middleware, in front of every route (the socket's long-polling transport included), answers before any body
-is read: 403 to an upload while uploads are off, 413 to a body whose declared length is over its cap; a body that
+is read: 403 to an upload while uploads are off, 413 to a body whose declared length is over its cap (an operator's
+documents, `/operator/documents`: `CHAT_MAX_UPLOAD_MB`; a visitor's upload: Chainlit's config; anything else: 4 MiB,
+enough for a long question); a body that
 does not declare its length is counted as it arrives, and once it passes the cap the app is told the client left and
 the client gets 413 (whatever the app would have answered). Knows nothing of
 the model.
@@ -18,6 +20,7 @@ from collections.abc import Awaitable, Callable
 import chainlit.server as server
 from chainlit.config import config
 from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect
 
 log = logging.getLogger(__name__)
 Scope = dict
@@ -25,6 +28,8 @@ Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
 
 UPLOAD_PATH = "/project/file"
+DOCUMENTS_PATH = "/operator/documents"
+MULTIPART_MARGIN = 64 * 1024  # a multipart body's part headers and boundaries, beside the files themselves
 MAX_BODY_BYTES = 4 * 1024 * 1024  # any other body: settings, feedback, socket messages (a long question is ~1 MB)
 UPLOADS_OFF = "文件上传已关闭。 File uploads are off on this server."
 
@@ -32,11 +37,14 @@ UPLOADS_OFF = "文件上传已关闭。 File uploads are off on this server."
 class BodyLimit:
     """ASGI middleware: each request's body within `limit_for(path)` bytes (0: no body taken at all)."""
 
-    def __init__(self, app: Callable, uploads_max_bytes: int) -> None:
+    def __init__(self, app: Callable, uploads_max_bytes: int, documents_max_bytes: int) -> None:
         self.app = app
         self.uploads_max_bytes = uploads_max_bytes  # 0 while uploads are off
+        self.documents_max_bytes = documents_max_bytes
 
     def limit_for(self, path: str) -> int:
+        if path == DOCUMENTS_PATH:
+            return self.documents_max_bytes + MULTIPART_MARGIN
         return self.uploads_max_bytes if path == UPLOAD_PATH else MAX_BODY_BYTES
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -65,13 +73,18 @@ class BodyLimit:
             if not over:  # whatever the app answers to a body cut short (FastAPI: 400), the client gets 413
                 await send(message)
 
-        await self.app(scope, counted, unless_over)
+        try:
+            await self.app(scope, counted, unless_over)
+        except ClientDisconnect:  # a route that reads the body meets the end this middleware made
+            if not over:
+                raise
         if over:
             await _refuse(scope, send, 413, _too_large(limit))
 
 
 def _too_large(limit: int) -> str:
-    return f"请求内容过大（最多 {limit // 1024} KiB）。 The request's body is too large: at most {limit // 1024} KiB."
+    most = f"{limit // 2 ** 20} MB" if limit >= 2 ** 21 else f"{limit // 1024} KiB"
+    return f"请求内容过大（最多 {most}）。 The request's body is too large: at most {most}."
 
 
 async def _refuse(scope: Scope, send: Send, status: int, detail: str) -> None:
@@ -85,9 +98,11 @@ async def _refuse(scope: Scope, send: Send, status: int, detail: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def limit_bodies() -> None:
-    """Cap every request body of the app (uploads by the config's `spontaneous_file_upload`)."""
+def limit_bodies(documents_max_mb: int) -> None:
+    """Cap every request body of the app (uploads by the config's `spontaneous_file_upload`, the operator's documents
+    by `documents_max_mb`)."""
     uploads = config.features.spontaneous_file_upload
     enabled = uploads is not None and uploads.enabled
     max_mb = (uploads.max_size_mb or 0) if enabled else 0
-    server.app.add_middleware(BodyLimit, uploads_max_bytes=int(max_mb * 1024 * 1024))
+    server.app.add_middleware(BodyLimit, uploads_max_bytes=int(max_mb * 1024 * 1024),
+                              documents_max_bytes=documents_max_mb * 1024 * 1024)

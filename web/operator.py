@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
-import secrets
 from collections.abc import Awaitable, Callable
 from datetime import date
 from urllib.parse import urlsplit
@@ -35,13 +33,12 @@ from starlette.routing import Route
 from config.errors import HistoryError
 from insights.report import KINDS, Report, as_csv, as_json
 from insights.usage import period
-from web.auth import Logins, LoginThrottle, network_of
-from web.gate import AUTH_COOKIE, login_token
+from web.gate import AUTH_COOKIE
+from web.operator_check import COOKIE, OperatorCheck
+from web.operator_edits import Editing
 from web.operator_page import page
 
-COOKIE = "operator_token"
 FORMATS = {"csv": ("text/csv; charset=utf-8", as_csv), "json": ("application/json", as_json)}
-MAX_WRONG_TOKENS = 5  # per address within the throttle's window (15 minutes)
 Scope = dict
 Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
@@ -70,35 +67,12 @@ class OperatorDoor:
         await self.app(scope, receive, send)
 
 
-def add_operator_page(build: Callable[[date, date], Report], token: str, logins: Logins | None,
-                      keep_days: int) -> None:
-    """`build(since, until)`: the report of a period (its end excluded)."""
-    wrong_tokens = LoginThrottle(MAX_WRONG_TOKENS, LoginThrottle.WINDOW)
-
-    def refused(request: Request) -> Response | None:
-        """None for an operator, else the answer that says why not."""
-        if logins is not None and (name := logins.session_user(login_token(request.headers))):
-            if logins.users.is_operator(name):  # logged in: the password was throttled at the login
-                return None
-        keys = [f"operator:{network_of(request.client.host if request.client else 'unknown')}"]
-        if wait := wrong_tokens.locked_for(keys):
-            return JSONResponse({"detail": "Too many wrong operator tokens from this address: try again later."},
-                                status_code=429, headers={"retry-after": str(math.ceil(wait))})
-        given = [request.cookies.get(COOKIE, "")]
-        given += [request.query_params.get("token", "")] if request.url.path == "/operator" else []
-        scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
-        given += [bearer.strip()] if scheme.lower() == "bearer" else []
-        given = [value for value in given if value]
-        if token and any(secrets.compare_digest(value.encode(), token.encode()) for value in given if value.isascii()):
-            return None
-        if logins is None and not token:
-            return JSONResponse({"detail": "The operator's page is off: set CHAT_OPERATOR_TOKEN, or turn logins on "
-                                           "and add an operator (docs/operators.md)."}, status_code=404)
-        if token and given:  # a wrong operator token
-            wrong_tokens.failed(keys)
-        return JSONResponse({"detail": "只对运营者开放。Only for operators: log in as one (python -m web.accounts add "
-                                       "NAME --operator), or send the CHAT_OPERATOR_TOKEN bearer token."},
-                            status_code=403)
+def add_operator_page(build: Callable[[date, date], Report], check: OperatorCheck, keep_days: int,
+                      editing: Editing) -> None:
+    """`build(since, until)`: the report of a period (its end excluded); `editing`: the routes that change the
+    guide's documents (`web.operator_edits`)."""
+    logins = check.logins
+    refused = check.refused
 
     async def figures(request: Request) -> Report | Response:
         query = request.query_params
@@ -122,7 +96,8 @@ def add_operator_page(build: Callable[[date, date], Report], token: str, logins:
             return report
         chosen = {key: value for key, value in request.query_params.items() if key in ("days", "since", "until")}
         english = request.headers.get("accept-language", "").lower().startswith("en")
-        return HTMLResponse(page(report, chosen or {"days": "7"}, english, keep_days, logins is not None),
+        desk = await editing.desk(request, report)
+        return HTMLResponse(page(report, chosen or {"days": "7"}, english, keep_days, logins is not None, desk),
                             headers={"cache-control": "no-store"})
 
     async def download(request: Request) -> Response:
@@ -148,7 +123,7 @@ def add_operator_page(build: Callable[[date, date], Report], token: str, logins:
             response.delete_cookie(AUTH_COOKIE, path="/", httponly=True, samesite="lax")
         return response
 
-    server.app.router.routes[0:0] = [Route("/operator", overview), Route("/operator/sign-out", sign_out,
-                                                                         methods=["POST"]),
-                                     Route("/operator/{name}", download)]
+    server.app.router.routes[0:0] = [Route("/operator", overview),
+                                     Route("/operator/sign-out", sign_out, methods=["POST"]),
+                                     *editing.routes(figures), Route("/operator/{name}", download)]
     server.app.add_middleware(OperatorDoor)

@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from insights.report import Report
 from insights.unanswered import REASONS
 from insights.usage import Tally
+from web.operator_forms import FORM_STYLE, activity_section, answer_form, documents_section, try_section, words
 
 TEXT = {  # (Chinese, English)
     "title": ("运营者视图", "Operator's view"),
@@ -41,9 +42,12 @@ TEXT = {  # (Chinese, English)
 }
 
 
-def page(figures: Report, period: dict[str, str], english: bool, keep_days: int, logins: bool) -> str:
+def page(figures: Report, period: dict[str, str], english: bool, keep_days: int, logins: bool, desk) -> str:
+    """`desk`: what the forms show (`web.operator_edits.Desk`)."""
     def t(key: str) -> str:
         return TEXT[key][english]
+
+    form_words = words(english)
 
     usage = figures.usage
     total = usage.total
@@ -59,7 +63,9 @@ def page(figures: Report, period: dict[str, str], english: bool, keep_days: int,
                            for form in ("csv", "json"))
     sections = [
         f'<section data-operator-unanswered><h2>{t("unanswered")}</h2><p class="note">{t("unanswered_note")}</p>'
-        f'{_unanswered(figures, t)}</section>',
+        f'{_unanswered(figures, t, desk.form_token, form_words)}</section>',
+        documents_section(desk, form_words),
+        try_section(desk, form_words),
         f'<section class="charts"><div><h2>{t("per_day")}</h2>'
         f'{_bars([(day, tally.questions) for day, tally in usage.days.items()])}</div>'
         f'<div><h2>{t("per_hour")}</h2>{_bars([(f"{hour:02d}", count) for hour, count in enumerate(usage.hours)])}'
@@ -69,12 +75,13 @@ def page(figures: Report, period: dict[str, str], english: bool, keep_days: int,
         f'<h2>{t("per_model")}</h2>{_tallies(usage.models, t, logins)}</section>',
         *([f'<section data-operator-users><h2>{t("per_user")}</h2>{_tallies(usage.users, t, logins)}</section>']
           if logins else []),
+        activity_section(desk, form_words),
     ]
     return f"""<!doctype html>
 <html lang="{'en' if english else 'zh-CN'}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>{t("title")}</title>
 <link rel="stylesheet" href="/public/vendor/noto-emoji/noto-emoji.css">
-<style>{STYLE}</style></head>
+<style>{STYLE}{FORM_STYLE}</style></head>
 <body data-operator-page>
 <header><h1>{t("title")}</h1>{_period_form(period, t)}
 <form method="post" action="/operator/sign-out" data-operator-sign-out><button>{t("sign_out")}</button></form></header>
@@ -99,7 +106,7 @@ def _period_form(period: dict[str, str], t) -> str:
             f'<button>{t("show")}</button></form>')
 
 
-def _unanswered(figures: Report, t) -> str:
+def _unanswered(figures: Report, t, form_token: str, form_words) -> str:
     if not figures.unanswered:
         return f"<p>{t('none')}</p>"
     rows = "".join(
@@ -108,10 +115,12 @@ def _unanswered(figures: Report, t) -> str:
         f'<td>{"<br>".join(f"{REASONS[reason]} ×{count}" for reason, count in group.reasons.items())}</td>'
         f'<td>{"<br>".join(html.escape(wording) for wording in group.wordings[1:])}</td>'
         f'<td>{html.escape(group.last_asked[:16].replace("T", " "))} UTC</td>'
-        f'<td>{"✓ " + html.escape(group.answered_by) if group.answered_by else ""}</td></tr>'
+        f'<td>{"✓ " + html.escape(group.answered_by) if group.answered_by else ""}</td>'
+        f'<td>{"" if group.answered_by else answer_form(group.question, group.wordings, form_token, form_words)}</td>'
+        f'</tr>'
         for group in figures.unanswered[:MAX_ROWS])
     return (f'<table><tr><th>{t("asked")}</th><th>{t("question")}</th><th>{t("reasons")}</th><th>{t("wordings")}</th>'
-            f'<th>{t("last")}</th><th>{t("answered_by")}</th></tr>{rows}</table>')
+            f'<th>{t("last")}</th><th>{t("answered_by")}</th><th></th></tr>{rows}</table>')
 
 
 def _documents(figures: Report, t) -> str:
