@@ -16,6 +16,7 @@ from pathlib import Path
 
 import chainlit as cl
 
+from chat.background import in_background
 from chat.preview import Previewer
 from chat.reply_queue import ReplyQueue
 from config.errors import ChatError, cannot
@@ -95,15 +96,18 @@ class ChatApp:
         self.engine.start()
         self.knowledge.start()
         if self.settings.operator_token or self.logins:
-            asyncio.create_task(asyncio.to_thread(self.insights.history.read_ahead))
+            in_background(asyncio.to_thread(self.insights.history.read_ahead), "Reading the operator's days ahead")
         if self.settings.history_days:
-            asyncio.create_task(self._forget_idle_conversations())
+            in_background(self._forget_idle_conversations(), "Retention")
 
     async def _forget_idle_conversations(self) -> None:
         days = self.settings.history_days
         while True:
-            forgotten = await asyncio.to_thread(forget_idle, self.settings.database, days)
-            log.info("Retention: deleted %d conversations idle for more than %d days", forgotten, days)
+            try:
+                forgotten = await asyncio.to_thread(forget_idle, self.settings.database, days)
+                log.info("Retention: deleted %d conversations idle for more than %d days", forgotten, days)
+            except Exception:  # a locked or damaged database: said in the log, tried again tomorrow
+                log.exception("Retention: deleting idle conversations failed; the next try is in a day")
             await asyncio.sleep(24 * 3600)
 
     async def stop(self) -> None:

@@ -4,12 +4,13 @@ reply: a chat opened or resumed, its settings changed, its sidebar shown, a kept
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import asdict, dataclass, field, replace
 
 import chainlit as cl
+from starlette.requests import cookie_parser
 
+from chat.background import in_background
 from chat.parts import ChatApp
 from config.errors import ChatError
 from engine.api import ChatEngine, RenderedPrompt, ReplyStats
@@ -22,6 +23,7 @@ from ui.token_view import Branchable, Recent
 from web.widget import widget_origin
 
 KEY = "chat"  # the session's `ChatSession` in `cl.user_session`
+NARROW_SCREEN = "narrow_screen"  # the page's cookie: "1" where its side view lies over the chat (public/layout.js)
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +43,13 @@ class ChatSession:
 
     @classmethod
     def on_screen(cls, conversation: Conversation, options: ChatOptions) -> ChatSession:
-        """A chat on this visitor's screen: where the side view would cover the chat (on a phone, as a sheet; in the
-        widget on a host site, as a dialog) the live statistics start closed, one tap away under each reply. A
-        phone's browser says "Mobi" in its user agent (iPhones, Android phones; not tablets), as MDN advises to tell
-        them."""
-        over = widget_origin() is not None or "Mobi" in cl.context.session.environ.get("HTTP_USER_AGENT", "")
+        """A chat on this visitor's screen: where the side view would cover the chat (on a narrow screen, as a sheet;
+        in the widget on a host site, as a dialog) the live statistics start closed, one tap away under each reply.
+        The page decides by its width, as Chainlit's layout does, and says so in a cookie (`public/layout.js`) before
+        the socket opens; without it (scripts blocked), a phone's browser says "Mobi" in its user agent."""
+        environ = cl.context.session.environ
+        narrow = cookie_parser(environ.get("HTTP_COOKIE", "")).get(NARROW_SCREEN)
+        over = widget_origin() is not None or (narrow == "1" if narrow else "Mobi" in environ.get("HTTP_USER_AGENT", ""))
         return cls(conversation, replace(options, live_stats=False) if over else options, side_over_chat=over)
 
     def keep(self, wanted: object) -> tuple[cl.Message, cl.Message] | None:
@@ -88,7 +92,7 @@ async def resume_chat(app: ChatApp, thread: dict) -> None:
     # the sidebar follows in a task of its own, after that.
     session = ChatSession.on_screen(Conversation.from_steps(thread["steps"]), options)
     await _open(app, session, sidebar_later=True)
-    asyncio.create_task(_sources_again(session, thread["steps"]))
+    in_background(_sources_again(session, thread["steps"]), "Showing a resumed chat's sources")
 
 
 async def _sources_again(session: ChatSession, steps: list[dict]) -> None:
@@ -106,7 +110,7 @@ async def _open(app: ChatApp, session: ChatSession, sidebar_later: bool = False)
         return
     await knowledge_with_notice(app.knowledge)
     if sidebar_later:
-        asyncio.create_task(show_dashboard(app))
+        in_background(show_dashboard(app), "Opening a resumed chat's statistics")
     else:
         await show_dashboard(app)
 

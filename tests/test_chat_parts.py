@@ -2,11 +2,16 @@
 their profiles, the line, the pipeline's fallback to fewer passages where the context is short, and the keep button's
 swap of the reply a conversation holds."""
 
+import asyncio
+import logging
+import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from chat import parts
+from chat.background import in_background
 from chat.parts import build_app
 from chat.reply import start_reply
 from chat.session import ChatSession
@@ -81,3 +86,35 @@ def test_keep_swaps_the_reply_the_conversation_holds_and_their_marks():
     assert session.keep("r9") is None and session.keep(["r1"]) is None
     session.conversation.ask("q2", "还有呢？")  # a newer question: the replies to the last one can no longer be kept
     assert session.keep("r2") is None
+
+
+async def test_a_task_in_the_background_is_kept_and_its_failure_logged(caplog):
+    async def fails():
+        raise ValueError("the disk is gone")
+
+    task = in_background(fails(), "Trying something")
+    await asyncio.wait([task])
+    await asyncio.sleep(0)  # the task's end is handled
+    assert "Trying something failed" in caplog.text and "the disk is gone" in caplog.text
+
+
+async def test_retention_goes_on_after_a_day_it_failed(tmp_path, monkeypatch, caplog):
+    app = build_app(settings_in(tmp_path, CHAT_HISTORY_DAYS="30"), EngineService(settings_in(tmp_path), FAKE))
+    caplog.set_level(logging.INFO, logger="app")
+    tries = []
+
+    def forget_idle(database, days):
+        tries.append(days)
+        if len(tries) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return 2
+
+    async def a_day(seconds):
+        if len(tries) == 2:
+            raise asyncio.CancelledError  # the app stops
+    monkeypatch.setattr(parts, "forget_idle", forget_idle)
+    monkeypatch.setattr(parts.asyncio, "sleep", a_day)
+    with pytest.raises(asyncio.CancelledError):
+        await app._forget_idle_conversations()
+    assert tries == [30, 30] and "database is locked" in caplog.text
+    assert "deleted 2 conversations" in caplog.text

@@ -2,6 +2,8 @@
 circle of imports between modules. Chainlit and vLLM stay where they belong too."""
 
 import ast
+import re
+import tomllib
 
 import pytest
 
@@ -83,3 +85,16 @@ def test_no_module_imports_itself_through_others():
 
     circles = [circle for name in edges if (circle := circle_from(name, []))]
     assert not circles, circles[0]
+
+
+def test_the_architecture_page_and_the_packages_name_the_folders_as_the_rule_does():
+    """docs/architecture.md's table says what each folder may import, as `MAY_IMPORT` does; pyproject.toml installs
+    every folder of code."""
+    rows = [line.split(" | ") for line in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| `")]
+    table = {row[0].strip("| `/").removesuffix(".py"): set(re.findall(r"`(\w+)`", row[2])) - {"nothing"}
+             for row in rows}
+    assert table == MAY_IMPORT
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    installed = {name.rstrip("*") for name in found["tool"]["setuptools"]["packages"]["find"]["include"]}
+    assert installed == set(MAY_IMPORT) - {"app"} | {"tests"}

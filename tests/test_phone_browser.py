@@ -104,6 +104,19 @@ def test_a_tap_asks_nothing_covers_the_reply_and_the_statistics_open_with_a_tap(
     page.close()
 
 
+def test_a_narrow_touch_screen_that_says_it_is_a_desktop_is_not_covered_either(browser, phone_app):
+    """An iPad in split view, a phone in "desktop site" mode: 390×844 with touch and a desktop browser's user agent.
+    The page decides by its width, as its layout does (issue 52)."""
+    desktop = {**PHONE, "user_agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                                      "Chrome/126.0 Safari/537.36"}
+    page = open_chat(browser, phone_app, COUNT_SHEETS, login=LOGIN, **desktop)
+    page.wait_for_timeout(1000)  # the statistics would open once the chat has started
+    assert page.evaluate("window.sheetsOpened") == 0 and not_covered(page, "#chat-input")
+    assert re.search(r"w1 w2 .* w\d+", ask(page, "广州有什么好玩的？"))  # a tap on send sent it
+    assert page.evaluate("window.sheetsOpened") == 0 and not_covered(page, REPLY)
+    page.close()
+
+
 def test_a_tap_opens_a_source_and_a_tap_closes_it(browser, phone_app):
     page = on_phone(browser, phone_app)
     ask(page, f"{QUOTE} 陈家祠在哪个区？")

@@ -1,5 +1,5 @@
 """The operator's page, `/operator`, and its downloads, `/operator/{unanswered,usage,documents,users}.{csv,json}`:
-only for operators.
+only for operators (`web.operator_check`); the changes the page makes to the guide are in `web.operator_edits`.
 
 With logins on, an operator is a user the users file marks so (`python -m web.accounts add NAME --operator`), logged
 in as for the chat. Without logins, the operator holds `CHAT_OPERATOR_TOKEN`: as an `Authorization: Bearer` header

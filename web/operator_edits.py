@@ -25,7 +25,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import date, timedelta
 
 from starlette.datastructures import UploadFile
@@ -34,29 +34,19 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from insights.activity import Activity, Change
+from insights.activity import Activity
 from insights.report import Report
 from retrieval.knowledge_base import KnowledgeBase
-from retrieval.library import AlreadyThere, BadName, Kept, Library, LibraryError, NotThere, entry
+from retrieval.library import AlreadyThere, BadName, Library, LibraryError, NotThere, entry
 from web.operator_check import OperatorCheck
-from web.operator_forms import Listed, answer_page, outcome_page
+from web.operator_forms import Desk, Listed, answer_page, outcome_page
 
 log = logging.getLogger(__name__)
 MAX_FILES = 20  # in one upload
 MAX_ANSWER_CHARS = 5000
+MAX_ACTIVITY = 50  # changes the page lists; the download holds every one
 STATUS = {BadName: 400, AlreadyThere: 409, NotThere: 404}
 Preview = Callable[[str, str | None, bool], Awaitable[object]]  # `chat.preview.preview` with the app bound
-
-
-@dataclass
-class Desk:
-    """What the page's forms show besides the figures."""
-
-    documents: list[Listed]
-    kept: list[Kept]
-    activity: list[Change]
-    form_token: str
-    personas: list[str]
 
 
 class Editing:
@@ -66,6 +56,7 @@ class Editing:
         self.preview, self.personas, self.build = preview, personas, build
 
     def routes(self, figures: Callable[[Request], Awaitable[Report | Response]]) -> list[Route]:
+        """`figures(request)`: the report of the period the request names, or the answer saying why not."""
         self.figures = figures
         return [Route("/operator/documents.json", self.listing),
                 Route("/operator/documents", self.upload, methods=["POST"]),
@@ -163,9 +154,11 @@ class Editing:
         if not question or not answer or len(answer) > MAX_ANSWER_CHARS:
             return _problem(request, 400, f"Write the question and its answer (at most {MAX_ANSWER_CHARS} characters).")
         title = " ".join(str(given.get("title") or question.rstrip("？?。. ")).split())[:80]
-        names = given.get("names")
-        names = names.splitlines() if isinstance(names, str) else names if isinstance(names, list) else \
-            await asyncio.to_thread(self._wordings, question)
+        names = given.get("names")  # the page's box: one per line; JSON: a list; neither: the group's wordings
+        if isinstance(names, str):
+            names = names.splitlines()
+        elif not isinstance(names, list):
+            names = await asyncio.to_thread(self._wordings, question)
         text = entry(title, answer, [question, *(str(name) for name in names)])
         replace = given.get("replace") in (True, "1", "on", "true", "yes")
         return await self._change(request, "answer", lambda name: self.library.write(name, text, replace)[0],
@@ -258,8 +251,6 @@ class Editing:
                 return group.wordings
         return []
 
-
-MAX_ACTIVITY = 50  # changes the page lists; the download holds every one
 
 
 def _wants_html(request: Request) -> bool:

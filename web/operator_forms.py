@@ -10,6 +10,9 @@ import html
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from insights.activity import Change
+from retrieval.library import Kept
+
 TEXT = {  # (Chinese, English)
     "docs": ("导览的文档", "The guide's documents"),
     "docs_note": ("上传 Markdown、文本、HTML、PDF 或 Word 文件；保存后立即生效。删除或替换的文件保留 30 天，可以恢复。",
@@ -44,6 +47,17 @@ TEXT = {  # (Chinese, English)
 
 
 @dataclass
+class Desk:
+    """What the page's forms show besides the figures."""
+
+    documents: list[Listed]
+    kept: list[Kept]
+    activity: list[Change]
+    form_token: str
+    personas: list[str]
+
+
+@dataclass
 class Listed:
     """A document of the operators' folder as the guide reads it, and its use in the period."""
 
@@ -60,7 +74,7 @@ def words(english: bool):
     return lambda key: TEXT[key][english]
 
 
-def documents_section(desk, t) -> str:
+def documents_section(desk: Desk, t) -> str:
     csrf = _csrf(desk.form_token)
     rows = "".join(_document_row(document, csrf, t) for document in desk.documents)
     kept = "".join(
@@ -107,7 +121,7 @@ def answer_form(question: str, wordings: list[str], form_token: str, t) -> str:
             f'<button>{t("save")}</button></form></details>')
 
 
-def try_section(desk, t) -> str:
+def try_section(desk: Desk, t) -> str:
     personas = "".join(f'<option>{html.escape(name)}</option>' for name in desk.personas)
     choice = f'<select name="persona" aria-label="{t("persona")}">{personas}</select>' if len(desk.personas) > 1 else ""
     return (f'<section data-operator-try><h2>{t("try")}</h2><p class="note">{t("try_note")}</p>'
@@ -115,7 +129,7 @@ def try_section(desk, t) -> str:
             f'aria-label="{t("try")}">{choice}<button>{t("ask")}</button></form></section>')
 
 
-def activity_section(desk, t) -> str:
+def activity_section(desk: Desk, t) -> str:
     rows = "".join(f'<tr data-activity="{change.action}"><td>{html.escape(change.at[:16].replace("T", " "))}</td>'
                    f'<td>{html.escape(change.operator)}</td><td>{t(change.action + "_a")}</td>'
                    f'<td>{html.escape(change.file)}</td></tr>' for change in desk.activity)
@@ -126,8 +140,8 @@ def activity_section(desk, t) -> str:
 
 
 def answer_page(result, form_token: str, english: bool) -> str:
-    """The page "try a question" opens: the passages found, what the model reads, the app's own reply or the guide's
-    (once asked for), and a button for the reply."""
+    """The page "try a question" opens (`result`: a `chat.preview.Preview`): the passages found, what the model reads,
+    the app's own reply or the guide's (once asked for), and a button for the reply."""
     t = words(english)
     found = "".join(f'<div class="passage"><b>{html.escape(passage["source"])} · {html.escape(passage["section"])}</b>'
                     f'<p>{html.escape(passage["sentences"])}</p></div>' for passage in result.passages)

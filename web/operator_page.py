@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from insights.report import Report
 from insights.unanswered import REASONS
 from insights.usage import Tally
-from web.operator_forms import FORM_STYLE, activity_section, answer_form, documents_section, try_section, words
+from web.operator_forms import FORM_STYLE, Desk, activity_section, answer_form, documents_section, try_section, words
 
 TEXT = {  # (Chinese, English)
     "title": ("运营者视图", "Operator's view"),
@@ -42,8 +42,8 @@ TEXT = {  # (Chinese, English)
 }
 
 
-def page(figures: Report, period: dict[str, str], english: bool, keep_days: int, logins: bool, desk) -> str:
-    """`desk`: what the forms show (`web.operator_edits.Desk`)."""
+def page(figures: Report, period: dict[str, str], english: bool, keep_days: int, logins: bool, desk: Desk) -> str:
+    """`desk`: what the forms show."""
     def t(key: str) -> str:
         return TEXT[key][english]
 
