@@ -66,10 +66,12 @@ def chinese_numbers(text: str) -> set[str]:
 
 class Holder:
     """A text read once, to look up many claims in: every number of a figure (in digits or Chinese numerals: a reply
-    may write 11 where its document wrote 十一), or a quoted name (spaces aside)."""
+    may write 11 where its document wrote 十一, but the 九 of 上下九步行街, one of the `names` given, is no figure), or a
+    quoted name (spaces aside)."""
 
-    def __init__(self, text: str) -> None:
-        self.numbers = numbers(text) | chinese_numbers(text)
+    def __init__(self, text: str, names: frozenset[str] = frozenset()) -> None:
+        unnamed = re.sub("|".join(map(re.escape, sorted(names, key=len, reverse=True))), " ", text) if names else text
+        self.numbers = numbers(text) | chinese_numbers(unnamed)
         self.compact = "".join(text.split())
 
     def holds(self, claim: str) -> bool:
@@ -93,7 +95,7 @@ def unsupported(reply: str, given: list[Found], used: list[Found], question: str
     on (`used`), nor the passages it was given, nor the question hold; a place, that neither those documents nor the
     question hold (a station of another sight's passage is not this one's)."""
     documents = "\n".join([*dict.fromkeys(passage.document for passage in used), question])
-    cited, sources = Holder(documents), Holder("\n".join([documents, *map(source_text, given)]))
+    cited, sources = Holder(documents, known), Holder("\n".join([documents, *map(source_text, given)]), known)
     return [claim for claim in claims(reply, known) if not (cited if claim in known else sources).holds(claim)]
 
 

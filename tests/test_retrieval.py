@@ -415,6 +415,15 @@ def test_a_figure_its_document_writes_in_chinese_numerals_is_held():
     assert unsupported("It is held on the 14th day.", found, found, "") == ["14"]
 
 
+def test_a_numeral_inside_a_place_name_is_no_figure():
+    """Seen on the 1.5B demo: "游船在晚上9点停止售票" drew on the classic day route, whose 上下九步行街 held the 9."""
+    route = [Found("k/路线_经典一日游.md", "推荐路线：经典一日游", "路线",
+                   "中午：步行或坐一站地铁到长寿路，逛上下九步行街的骑楼。各景点的开放时间和票价请提前在官方渠道查询。", 1.0)]
+    known = frozenset({"上下九步行街", "长寿路站"})
+    assert unsupported("荔湾湖公园的游船在晚上9点停止售票。", route, route, "游船几点停止售票？", known) == ["9点"]
+    assert "| 9点 | ✗" in check_table("游船在晚上9点停止售票。", route, route, known)
+
+
 def test_a_reply_is_cited_checked_or_marked_not_checked():
     found = [Found("k/广州塔.md", "广州塔", "简介", "广州塔总高度 600 米，昵称小蛮腰。", 1.0)]
     lines, used, missing = appended("广州塔总高度 384 米，昵称小蛮腰。", found, "广州塔有多高？")

@@ -59,8 +59,8 @@ def check_table(said: str, found: list[Found], used: list[Found], known: frozens
     """The teaching view's check: each figure, quoted name and place of the reply, and the passages that hold it (or
     the document of one it drew on)."""
     said = simplified(said)
-    rows, passages = [], [Holder(source_text(passage)) for passage in found]
-    documents = [Holder(passage.document) for passage in used]
+    rows, passages = [], [Holder(source_text(passage), known) for passage in found]
+    documents = [Holder(passage.document, known) for passage in used]
     for claim in claims(said, known):
         holding = [f"[{number}]" for number, passage in enumerate(passages, 1) if passage.holds(claim)]
         holding += ["📄"] if not holding and any(document.holds(claim) for document in documents) else []
