@@ -52,6 +52,7 @@ class Previewer:
         history = [{"role": "user", "content": question}]
         result = Preview(question, persona.name)
         found, system_prompt, engine = None, persona.system_prompt, self.engine.current()
+        await asyncio.to_thread(self.knowledge.ready.wait)  # the first indexing pass, as a visitor's question waits
         if self.knowledge.in_use(persona.name):
             system_prompt += RULES
             length = len if engine is None else (lambda text: len(engine.tokens(text)))  # as a reply counts them

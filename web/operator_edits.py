@@ -70,7 +70,8 @@ class Editing:
         documents, kept, activity = await asyncio.gather(asyncio.to_thread(self._listed, report),
                                                          asyncio.to_thread(self.library.kept),
                                                          asyncio.to_thread(self.activity.latest, MAX_ACTIVITY))
-        return Desk(documents, kept, activity, self.check.form_token(request), self.personas)
+        return Desk(documents, kept, activity, self.check.form_token(request), self.personas,
+                    not self.knowledge.ready.is_set())
 
     async def listing(self, request: Request) -> Response:
         if refused := self.check.refused(request):

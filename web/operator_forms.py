@@ -18,6 +18,8 @@ TEXT = {  # (Chinese, English)
     "docs_note": ("上传 Markdown、文本、HTML、PDF 或 Word 文件；保存后立即生效。删除或替换的文件保留 30 天，可以恢复。",
                   "Upload Markdown, text, HTML, PDF or Word files; they are used as soon as they are saved. A file "
                   "deleted or replaced is kept for 30 days and can be restored."),
+    "indexing": ("正在为文档建立索引，稍后刷新页面即可看到全部文档。", "The documents are being indexed for the first time: "
+                 "reload the page in a moment to see them all."),
     "choose": ("选择文件", "Files"), "replace": ("替换同名文件", "Replace a file of the same name"),
     "upload": ("上传", "Upload"), "file": ("文件", "file"), "passages": ("段落", "passages"),
     "used": ("被引用", "used by"), "replies": ("次回答", "replies"), "top": ("常见问题", "questions that found it"),
@@ -55,6 +57,7 @@ class Desk:
     activity: list[Change]
     form_token: str
     personas: list[str]
+    indexing: bool  # the documents present at start are still being read for the first time
 
 
 @dataclass
@@ -81,7 +84,9 @@ def documents_section(desk: Desk, t) -> str:
         f'<tr data-kept><td>{html.escape(item.name)}</td><td>{t(item.why)} {html.escape(item.left[:16].replace("T", " "))}'
         f' UTC</td><td><form method="post" action="/operator/restore/{quote(item.id)}">{csrf}'
         f'<button data-restore>{t("restore")}</button></form></td></tr>' for item in desk.kept)
+    indexing = f'<p class="problem" data-indexing>{t("indexing")}</p>' if desk.indexing else ""
     return (f'<section id="documents" data-operator-documents><h2>{t("docs")}</h2><p class="note">{t("docs_note")}</p>'
+            f'{indexing}'
             f'<form method="post" action="/operator/documents" enctype="multipart/form-data" class="upload" '
             f'data-upload>{csrf}<label>{t("choose")} <input type="file" name="file" multiple required '
             f'accept=".md,.markdown,.txt,.html,.htm,.pdf,.docx"></label>'
