@@ -1,5 +1,5 @@
 """Chainlit's handlers, and nothing else: each hands over to the app's parts, built once per process from the settings
-and the engine service (`chat.parts.build_app`), and to the chat's pipeline in `chat/`.
+and the engine service and wired into the web server (`assembly`), and to the chat's pipeline in `chat/`.
 
 The engine is loaded once per process when the app starts and shared by every session; this module never imports
 vLLM, and reaches the engine only through those parts. `docs/architecture.md` follows a question through them.
@@ -11,20 +11,20 @@ import asyncio
 
 import chainlit as cl
 
+from assembly import built_or_exit, serve
 from chat import aside, reply, session
-from chat.parts import built_or_exit, serve_app
 from history.store import ChatStore
 from ui import dashboard, tokenize_command
 from ui.notices import LOGIN_ENDED, send_error
 from ui.token_view import FORCE_TOKEN, WEIGH_PROMPT
 
-APP = built_or_exit()
-serve_app(APP)
+APP, LOGINS = built_or_exit()
+serve(APP, LOGINS)
 
-if APP.logins:
+if LOGINS:
     @cl.password_auth_callback
     async def log_in(name: str, password: str) -> cl.User | None:
-        return cl.User(identifier=name) if await APP.logins.check_password(name, password) else None
+        return cl.User(identifier=name) if await LOGINS.check_password(name, password) else None
 
 
 @cl.data_layer
@@ -75,7 +75,7 @@ async def change_options(proposed: dict) -> None:
 async def answer(message: cl.Message) -> None:
     # Chainlit runs an edited question outside the session's task, where the stop button would not reach it.
     cl.context.session.current_task = asyncio.current_task()
-    if APP.logins and not APP.logins.session_user(cl.context.session.token):
+    if LOGINS and not LOGINS.session_user(cl.context.session.token):
         await send_error(LOGIN_ENDED)
     elif message.command == tokenize_command.COMMAND["id"]:
         await reply.split_into_tokens(APP, message)

@@ -40,6 +40,7 @@ import zlib
 from pathlib import Path
 
 from config.settings import PROJECT_ROOT
+from config.writing import simplified
 from harness.app_process import AppProcess
 from harness.visitor import ChatClient
 from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK, model_text
@@ -48,7 +49,6 @@ from retrieval.grounding import search_for
 from retrieval.index import KnowledgeIndex, documents_in
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import read_document
-from retrieval.terms import simplified
 
 QUESTIONS = Path(__file__).with_name("knowledge_questions.toml")
 SAMPLES = Path(__file__).with_name("samples")

@@ -12,8 +12,8 @@ from contextlib import aclosing
 import chainlit as cl
 
 from chat.parts import ChatApp
-from chat.reply_message import stream_message
 from chat.session import current_session, refresh_dashboard
+from chat.stream import stream_message
 from chat.turn import button_turn, in_line
 from config.errors import ChatError
 from engine.api import ChatEngine, RenderedPrompt, ReplyEvent, Sampling, TokenProbability

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chat.reply_queue import ReplyQueue
+from chat.script import in_their_script
 from config.errors import ChatError
 from config.message import Message
 from config.personas import Persona
@@ -21,7 +22,6 @@ from engine.service import EngineService
 from retrieval.grounding import RULES, asks, grounded, not_covered, unanswered
 from retrieval.knowledge_base import KnowledgeBase
 from telemetry.memory import MemoryFloor
-from ui.script import in_their_script
 
 
 @dataclass

@@ -1,6 +1,8 @@
-"""The reply to a question, from the question to the stored reply: the passages retrieved (with the knowledge base
-on), the prompt fitted to the context (`start_reply`), the reply streamed into a message (`stream_message`, which
-Compare and branches use too), what was said kept in the conversation and the store, its sources named.
+"""The reply to a question, in named steps over the chat's session: `admit` (the visitor's daily allowance, the engine
+and the documents ready, the question into the conversation), `retrieve` (the passages, with the knowledge base on; a
+question they do not answer is told so without the model), `render` (the prompt fitted to the context), the reply
+streamed into a message (`chat.stream`, which Compare and branches use too), `check`ed against its sources and kept in
+the conversation, and the visitor told if the store did not take it.
 """
 
 from __future__ import annotations
@@ -12,23 +14,26 @@ from contextlib import aclosing
 
 import chainlit as cl
 
+from chat import chat_options
 from chat.allowance import over_limit
 from chat.aside import stream_aside
+from chat.check import cite, shown
 from chat.parts import ChatApp
-from chat.reply_message import stored_figures, stream_message
-from chat.session import current_session, refresh_dashboard, remember_options
+from chat.script import in_script, in_their_script
+from chat.session import ChatSession, current_session, refresh_dashboard, remember_options
+from chat.stream import stored_figures, stream_message
 from chat.turn import in_line, ready_engine
+from chat.waiting import engine_with_notice, knowledge_with_notice, tell_if_unsaved
 from config.errors import ChatError, MemoryLowError
 from config.message import Message
 from engine.api import ChatEngine, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling
 from history.conversation import APPENDED, REPLY
 from retrieval.grounding import RULES, asks, grounded, not_covered, unanswered
 from retrieval.index import Found
-from ui import chat_options, sources, tokenize_command
+from ui import tokenize_command
 from ui.dashboard import footer
-from ui.notices import engine_with_notice, knowledge_with_notice, send_error, tell_if_unsaved
+from ui.notices import send_error
 from ui.read_aloud import speech
-from ui.script import in_script, in_their_script
 from ui.teaching import show_prompt, show_unanswered
 
 log = logging.getLogger("app")
@@ -37,67 +42,84 @@ log = logging.getLogger("app")
 async def answer(app: ChatApp, message: cl.Message) -> None:
     """A visitor's question (or an edited one): its reply streamed, or, with Compare on, two at once."""
     session = current_session()
-    user = cl.context.session.user
-    if limited := await over_limit(app.settings.database, app.settings.daily_tokens_per_user,
-                                   user.identifier if user else None):
-        await app.store.forget_step(cl.context.session.thread_id, message.id)
-        await send_error(limited)
+    engine = await admit(app, session, message)
+    if engine is None:
         return
-    try:
-        engine = await ready_engine(app)
-    except MemoryLowError as error:
-        await send_error(str(error))
-        await refresh_dashboard(session, await app.engine.wait())  # shows the low-memory warning
-        return
-    except ChatError as error:
-        await send_error(str(error))
-        return
-    await knowledge_with_notice(app.knowledge)
-    conversation, thread = session.conversation, cl.context.session.thread_id
-    session.alternatives = {}
-    if conversation.ask(message.id, message.content):
-        # An edit: the page dropped what followed the question; the stored thread drops it too.
-        await app.store.delete_steps_after(thread, message.id)
-    await remember_options(app)
-    options, persona = session.options, app.persona(cl.user_session.get("chat_profile"))
+    options, persona = session.options, app.persona(session.profile)
     sampling = chat_options.sampling(app.settings, options)
     system_prompt, found = persona.system_prompt, None  # None: no knowledge base for this reply
     if options.knowledge and app.knowledge.in_use(persona.name):
         system_prompt += RULES  # the same for every reply: the system prompt's prefix stays cached
-        # A third of the context for passages, in the model's own tokens; where that does not fit, `start_reply`
-        # falls back to fewer.
-        found = await asyncio.to_thread(app.knowledge.search, persona.name, conversation.messages(),
-                                        app.settings.max_model_len // 3, lambda text: len(engine.tokens(text)))
-        if found and asks(message.content) and await asyncio.to_thread(unanswered, found, message.content):
-            await say_not_covered(engine, message.content, found)
-            return
-    events, prompt, found = await start_reply(engine, system_prompt, conversation.messages(), sampling, found)
+        found = await retrieve(app, session, engine, message.content)
+        if found is None:
+            return  # told without the model
+    events, prompt, found = await render(engine, system_prompt, session.conversation.messages(), sampling, found)
+    thread = cl.context.session.thread_id
     async with aclosing(events):
         if isinstance(prompt, Refused):
-            conversation.rewind(message.id)
+            session.conversation.rewind(message.id)
             await app.store.forget_step(thread, message.id)
             await send_error(prompt.message)
             return
         if app.store.keep_step(thread, message.id):  # refused before, and now edited to fit
             await message.update()
         if options.teaching:
-            await show_prompt(prompt, sampling, found, session.prompt_views, app.engine.capabilities.token_view)
+            await show_prompt(prompt, sampling, None if found is None else shown(found), session.prompt_views,
+                              app.engine.capabilities.token_view)
         async with in_line(app):  # with Compare on, both replies in one place in line
             if options.compare and app.engine.capabilities.compare:
-                await compare_answers(app, engine, system_prompt, prompt, events, sampling, found)
+                await compare_answers(app, session, engine, system_prompt, prompt, events, sampling, found)
             else:
-                await stream_answer(app, engine, prompt, events, sampling, found)
+                await stream_answer(app, session, engine, prompt, events, sampling, found)
     session.told_unsaved = await tell_if_unsaved(app.store, session.told_unsaved)
 
 
-async def say_not_covered(engine: ChatEngine, question: str, found: list[Found]) -> None:
+async def admit(app: ChatApp, session: ChatSession, message: cl.Message) -> ChatEngine | None:
+    """The engine for this question, once the visitor's daily allowance, the engine and the documents allow it, with
+    the question in the conversation (an edit drops what followed it, in the store too); None where the chat says
+    why not."""
+    user = cl.context.session.user
+    if limited := await over_limit(app.settings.database, app.settings.daily_tokens_per_user,
+                                   user.identifier if user else None):
+        await app.store.forget_step(cl.context.session.thread_id, message.id)
+        await send_error(limited)
+        return None
+    try:
+        engine = await ready_engine(app)
+    except MemoryLowError as error:
+        await send_error(str(error))
+        await refresh_dashboard(session, await app.engine.wait())  # shows the low-memory warning
+        return None
+    except ChatError as error:
+        await send_error(str(error))
+        return None
+    await knowledge_with_notice(app.knowledge)
+    session.alternatives = {}
+    if session.conversation.ask(message.id, message.content):
+        await app.store.delete_steps_after(cl.context.session.thread_id, message.id)
+    await remember_options(app)
+    return engine
+
+
+async def retrieve(app: ChatApp, session: ChatSession, engine: ChatEngine, question: str) -> list[Found] | None:
+    """The passages for the conversation's latest question, a third of the context at most in the model's own tokens
+    (where that does not fit, `render` falls back to fewer); None where they do not answer it and the chat said so."""
+    found = await asyncio.to_thread(app.knowledge.search, app.persona(session.profile).name,
+                                    session.conversation.messages(), app.settings.max_model_len // 3,
+                                    lambda text: len(engine.tokens(text)))
+    if found and asks(question) and await asyncio.to_thread(unanswered, found, question):
+        await say_not_covered(session, engine, question, found)
+        return None
+    return found
+
+
+async def say_not_covered(session: ChatSession, engine: ChatEngine, question: str, found: list[Found]) -> None:
     """A question the passages found do not answer (`grounding.unanswered`): the reply says so in words, in the
     visitor's language and script, without asking the model (measured on the knowledge benchmark's development half:
     given such passages, the demo models answered from what they say of something else). With the teaching view on,
     a step shows the passages and says why."""
-    session = current_session()
     if session.options.teaching:
-        await show_unanswered(found)
+        await show_unanswered(shown(found))
     text = in_their_script(not_covered(question, found), question)
     # Stored as a reply checked against the knowledge base that drew on no source: the operator's page lists it.
     reply = cl.Message(content=text, metadata={REPLY: stored_figures(ReplyStats(prompt_tokens=0), engine.model_name)
@@ -110,7 +132,7 @@ async def say_not_covered(engine: ChatEngine, question: str, found: list[Found])
     log.info("Reply: the passages found do not answer the question; said so without the model")
 
 
-async def start_reply(engine: ChatEngine, system_prompt: str, history: list[Message], sampling: Sampling,
+async def render(engine: ChatEngine, system_prompt: str, history: list[Message], sampling: Sampling,
                       found: list[Found] | None) -> tuple[AsyncIterator[ReplyEvent], ReplyEvent, list[Found] | None]:
     """A reply's events, its first event (the prompt, or a refusal) and the passages in the prompt: all the passages
     `found`, else the best one, else none, whichever fits the context first (how many tokens a passage takes depends
@@ -123,40 +145,41 @@ async def start_reply(engine: ChatEngine, system_prompt: str, history: list[Mess
         await events.aclose()
 
 
-async def stream_answer(app: ChatApp, engine: ChatEngine, prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent],
-                        sampling: Sampling, found: list[Found] | None, label: str | None = None) -> None:
+async def stream_answer(app: ChatApp, session: ChatSession, engine: ChatEngine, prompt: RenderedPrompt,
+                        events: AsyncIterator[ReplyEvent], sampling: Sampling, found: list[Found] | None,
+                        label: str | None = None) -> None:
     """The reply the conversation holds, also when stopped (never its thinking), naming the passages it drew on and
     the figures they do not hold (`found`: None with the knowledge base off). `label`: its sampling, with Compare on."""
-    session = current_session()
 
-    async def keep(reply: cl.Message) -> None:
+    async def check_and_keep(reply: cl.Message) -> None:
         session.conversation.answer(reply.id, reply.content)
         session.alternatives[reply.id] = (reply, reply.content)
         if found is not None:
-            persona = app.persona(cl.user_session.get("chat_profile")).name
+            persona = app.persona(session.profile).name
             known = await asyncio.to_thread(app.knowledge.places, persona)  # read from the index once it changes
-            await sources.cite(reply, found, session.conversation.turns[-2].content, session.options.teaching, known)
+            await cite(reply, found, session.conversation.turns[-2].content, session.options.teaching, known)
 
     question = session.conversation.turns[-1].content
     try:
-        await stream_message(app, session, engine, prompt, in_script(events, question), sampling, REPLY, keep,
-                             label=label)
+        await stream_message(app, session, engine, prompt, in_script(events, question), sampling, REPLY,
+                             check_and_keep, label=label)
     finally:
         await refresh_dashboard(session, engine)
 
 
-async def compare_answers(app: ChatApp, engine: ChatEngine, system_prompt: str, prompt: RenderedPrompt,
-                          events: AsyncIterator[ReplyEvent], sampling: Sampling, found: list[Found] | None) -> None:
+async def compare_answers(app: ChatApp, session: ChatSession, engine: ChatEngine, system_prompt: str,
+                          prompt: RenderedPrompt, events: AsyncIterator[ReplyEvent], sampling: Sampling,
+                          found: list[Found] | None) -> None:
     """Compare on: the reply with the chat's sampling and one with the second sampling (`chat_options.compared`) to
     the same prompt, streamed at the same time (the engine batches them), each labelled with its sampling. The first
     enters the conversation; the second can be kept instead."""
-    second = chat_options.compared(sampling, current_session().options)
-    history = current_session().conversation.messages()
+    second = chat_options.compared(sampling, session.options)
+    history = session.conversation.messages()
     other = engine.reply(system_prompt, history if found is None else grounded(history, found), second)
     async with aclosing(other):
         await anext(other)  # the same prompt: the same messages, passages and budget
         await asyncio.gather(
-            stream_answer(app, engine, prompt, events, sampling, found, chat_options.label(sampling)),
+            stream_answer(app, session, engine, prompt, events, sampling, found, chat_options.label(sampling)),
             stream_aside(app, engine, prompt, other, second, "Compared reply", keepable=True,
                          label=chat_options.label(second)))
 

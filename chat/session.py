@@ -10,17 +10,19 @@ from dataclasses import asdict, dataclass, field, replace
 import chainlit as cl
 from starlette.requests import cookie_parser
 
+from chat import chat_options
 from chat.background import in_background
+from chat.chat_options import ChatOptions
+from chat.check import show_again
 from chat.parts import ChatApp
+from chat.waiting import engine_with_notice, knowledge_with_notice
 from config.errors import ChatError
 from engine.api import ChatEngine, RenderedPrompt, ReplyStats
 from history.conversation import REPLY, SET_ASIDE, Conversation
-from ui import chat_options, sources, tokenize_command
-from ui.chat_options import ChatOptions
+from ui import tokenize_command
 from ui.dashboard import Dashboard
-from ui.notices import engine_with_notice, knowledge_with_notice, send_error
+from ui.notices import send_error
 from ui.token_view import Branchable, Recent
-from web.widget import widget_origin
 
 KEY = "chat"  # the session's `ChatSession` in `cl.user_session`
 NARROW_SCREEN = "narrow_screen"  # the page's cookie: "1" where its side view lies over the chat (public/layout.js)
@@ -40,6 +42,11 @@ class ChatSession:
     told_unsaved: bool = False  # the visitor was told the database did not take the conversation
     side_over_chat: bool = False  # the side view opens over the chat (a phone's sheet, the widget's dialog)
     last_reply: ReplyStats | None = None  # the latest reply's figures, for statistics opened by a tap
+
+    @property
+    def profile(self) -> str | None:
+        """The persona this chat talks with: Chainlit's chat profile, chosen on the page (or by the widget's site)."""
+        return cl.user_session.get("chat_profile")
 
     @classmethod
     def on_screen(cls, conversation: Conversation, options: ChatOptions) -> ChatSession:
@@ -66,6 +73,13 @@ class ChatSession:
             reply.metadata = {REPLY: reply.metadata.get(SET_ASIDE, {})}
             previous.metadata = {SET_ASIDE: previous.metadata.get(REPLY, {})}
         return reply, previous
+
+
+def widget_origin() -> str | None:
+    """The host site's origin where this chat is the widget's, else None (the app's own page)."""
+    if cl.context.session.client_type != "copilot":
+        return None
+    return cl.context.session.environ.get("HTTP_ORIGIN", "")
 
 
 def current_session() -> ChatSession | None:
@@ -96,7 +110,7 @@ async def resume_chat(app: ChatApp, thread: dict) -> None:
 
 
 async def _sources_again(session: ChatSession, steps: list[dict]) -> None:
-    await sources.show_again(steps)
+    await show_again(steps)
     await leave_closed(session)
 
 
@@ -148,7 +162,7 @@ async def show_dashboard(app: ChatApp) -> None:
         session.dashboard = None
         await cl.ElementSidebar.set_elements([])
         return
-    session.dashboard = session.dashboard or Dashboard(app.floor, app.memory, app.settings.sidebar_update_seconds)
+    session.dashboard = session.dashboard or Dashboard(app.memory_figures, app.settings.sidebar_update_seconds)
     await session.dashboard.refresh(await app.engine.wait())
 
 
@@ -163,7 +177,7 @@ async def open_dashboard(app: ChatApp) -> None:
     """The statistics as they are now, opened by a tap (the footer's button) whether or not they follow the replies."""
     session = current_session()
     if session is not None:
-        dashboard = session.dashboard or Dashboard(app.floor, app.memory, app.settings.sidebar_update_seconds)
+        dashboard = session.dashboard or Dashboard(app.memory_figures, app.settings.sidebar_update_seconds)
         dashboard.last_reply = dashboard.last_reply or session.last_reply
         await dashboard.refresh(await app.engine.wait())
 

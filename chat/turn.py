@@ -12,9 +12,10 @@ from contextlib import asynccontextmanager
 import chainlit as cl
 
 from chat.parts import ChatApp
+from chat.waiting import engine_with_notice
 from config.errors import ChatError
 from engine.api import ChatEngine
-from ui.notices import BUSY, NO_LONGER_AVAILABLE, QueueNotice, engine_with_notice, send_error
+from ui.notices import BUSY, NO_LONGER_AVAILABLE, QueueNotice, send_error
 
 
 def claim_chat() -> bool:

@@ -3,7 +3,7 @@
 For a period of local days, added up from each day's figures (`insights.days` reads and keeps them): questions per
 day and per hour, chats, logged-in users (visitors without logins are not told apart), replies stopped, thumbs up and
 down, tokens in and out, first-token and reply times (p50, p95), and the same counts per persona, per model and, with
-logins, per user. A reply counts from the figures stored with it (`chat.reply_message`), so replies stored by an
+logins, per user. A reply counts from the figures stored with it (`chat.stream`), so replies stored by an
 earlier version count as questions and chats only. Also a user's tokens of today, for the daily limit
 (`CHAT_DAILY_TOKENS_PER_USER`). Standard library only (sqlite3), read-only, also while the app runs.
 """

@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from config.message import Message
+from config.writing import HAN, KANA, simplified
 from retrieval.index import Found
 from retrieval.places import sight
 from retrieval.reading import ALIASES
-from retrieval.terms import ENGLISH_STOP, GLOSSARY, HAN, KANA, said_otherwise, simplified, terms, translated
+from retrieval.terms import ENGLISH_STOP, GLOSSARY, said_otherwise, terms, translated
 
 _NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide is about: it tells nothing
 

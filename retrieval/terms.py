@@ -1,5 +1,5 @@
 """Search terms of a text in Chinese, English or both, in any written Chinese: the text in Simplified characters
-(OpenCC's `t2s`, so that 陳家祠 finds 陈家祠; in a Japanese text its forms first by `jp2t`, 広東 is 广东), then jieba's
+(`config.writing.simplified`, so that 陳家祠 finds 陈家祠 and 広東 广东), then jieba's
 words (`rjieba`, search mode, which adds the shorter words inside a long one), lower-cased, without punctuation or the
 commonest function words of Mandarin, written Cantonese (係, 嘅, 幾多, 邊度) and English; an English word in its
 singular ("towers", "tower's" → "tower"); optionally every pair of adjacent Chinese characters.
@@ -17,18 +17,15 @@ import re
 import tomllib
 from pathlib import Path
 
-import opencc
 import rjieba
 from pypinyin import lazy_pinyin
 
-HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+from config.writing import HAN, simplified
+
 _WORD = re.compile(r"\w", re.UNICODE)
 _LATIN = re.compile(r"[a-z]+")
 GLOSSARY: dict[str, list[str]] = tomllib.loads(Path(__file__).with_name("glossary.toml").read_text(encoding="utf-8"))
 SAID_OTHERWISE: dict[str, list[str]] = GLOSSARY.pop("said_otherwise")
-_TO_SIMPLIFIED = opencc.OpenCC("t2s")  # Traditional characters to Simplified (phrases, then characters)
-_FROM_JAPANESE = opencc.OpenCC("jp2t")  # Japanese forms (広, 館) to Traditional ones
-KANA = re.compile(r"[\u3040-\u30ff]")  # Japanese hiragana and katakana
 ENGLISH_STOP = frozenset("a an the is are was were be been do does did of in on at to for from by with about and or but "
                          "not what which who whom whose when where why how much many there it its this that these those "
                          "i me my we our you your he she they them can could should would will shall may might must s "
@@ -38,11 +35,6 @@ STOP = ENGLISH_STOP | frozenset("的 了 是 在 和 与 及 或 吗 呢 吧 啊
                                 "和 跟 给 被 把 对 从 到 为 为什么 如何".split()) | frozenset(
     # written Cantonese, as jieba cuts it once in Simplified characters
     "系 系边 嘅 边 边个 边度 边处 几多 咩 乜 乜嘢 喺 佢 佢哋 冇 点样 点解 呢 呢度 度 啲 咗 嚟 嗰 唔 咁 嘢 个".split())
-
-
-def simplified(text: str) -> str:
-    """`text` in Simplified characters, from Traditional ones or, in a Japanese text, from Japanese ones."""
-    return _TO_SIMPLIFIED.convert(_FROM_JAPANESE.convert(text) if KANA.search(text) else text)
 
 
 def terms(text: str, pairs: bool = False) -> list[str]:

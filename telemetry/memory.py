@@ -96,3 +96,10 @@ class MemoryFloor:
                 f"({available / GIB:.1f} GiB available, below {self.min_available / GIB:.1f} GiB), so no new "
                 "reply is started; replies in progress finish. Please try again in a moment."
             )
+
+
+def memory_figures(reading: MemoryReading, floor: MemoryFloor) -> dict:
+    """A reading as the sidebar shows it: MiB, and whether available memory is below the floor."""
+    return {"app_mib": round(reading.app_pss / MIB), "used_mib": round(reading.system_used / MIB),
+            "available_mib": round(reading.system_available / MIB), "low": reading.system_available < floor.min_available,
+            "min_available_mib": round(floor.min_available / MIB)}

@@ -4,10 +4,10 @@ import asyncio
 import math
 from dataclasses import replace
 
+from chat.chat_options import ChatOptions, checked, compared, initial_options, label, limits, sampling, widgets
 from config.settings import load_settings
 from harness.browser import wait_until
 from harness.visitor import ChatClient
-from ui.chat_options import ChatOptions, checked, compared, initial_options, label, limits, sampling, widgets
 
 SETTINGS = load_settings({})
 

@@ -10,10 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from assembly import build_app
 from chat import parts
 from chat.background import in_background
-from chat.parts import build_app
-from chat.reply import start_reply
+from chat.chat_options import initial_options
+from chat.reply import render
 from chat.session import ChatSession
 from config.errors import ConfigError
 from config.settings import load_settings
@@ -23,7 +24,6 @@ from engine.service import Backend, EngineService
 from history.conversation import REPLY, SET_ASIDE, Conversation
 from retrieval.index import Found
 from tests.fake_engine import CharacterTokenizer, FakeEngine
-from ui.chat_options import initial_options
 
 pytestmark = pytest.mark.fast
 FAKE = Backend(locate=lambda settings: Path(FakeEngine.model_name), load=FakeEngine.load,
@@ -36,11 +36,11 @@ def settings_in(folder: Path, **values: str):
 
 def test_the_parts_are_built_from_settings_and_the_engine_handed_in(tmp_path):
     settings = settings_in(tmp_path, CHAT_MAX_CONCURRENT_REPLIES="3")
-    app = build_app(settings, EngineService(settings, FAKE))
+    app, logins = build_app(settings, EngineService(settings, FAKE))
     assert app.engine.model == Path("scripted-fake") and app.engine.capabilities.compare
     assert next(iter(app.personas)) == settings.persona and app.persona(None) is app.persona(settings.persona)
     assert [profile.name for profile in app.profiles()] == list(app.personas)
-    assert app.queue.limit == 3 and app.logins is None and settings.database.is_file()
+    assert app.queue.limit == 3 and logins is None and settings.database.is_file()
 
 
 def test_a_context_too_short_for_any_persona_stops_the_build_with_what_to_set(tmp_path):
@@ -57,7 +57,7 @@ def passage(number: int, length: int) -> Found:
 async def test_a_reply_takes_the_passages_that_fit_else_the_best_one_else_none(lengths, kept):
     engine = FakeEngine(settings_in(Path("/nonexistent"), CHAT_MAX_MODEL_LEN="2048"))
     found = [passage(number, length) for number, length in enumerate(lengths, 1)]
-    events, prompt, used = await start_reply(engine, "你是导游", [{"role": "user", "content": "广州塔多高？"}],
+    events, prompt, used = await render(engine, "你是导游", [{"role": "user", "content": "广州塔多高？"}],
                                              Sampling(0.0, 1.0, 16), found)
     await events.aclose()
     assert isinstance(prompt, RenderedPrompt) and (len(used) if used is not None else 0) == kept
@@ -66,7 +66,7 @@ async def test_a_reply_takes_the_passages_that_fit_else_the_best_one_else_none(l
 
 async def test_a_question_too_long_with_no_passages_is_refused():
     engine = FakeEngine(settings_in(Path("/nonexistent"), CHAT_MAX_MODEL_LEN="2048"))
-    events, prompt, used = await start_reply(engine, "你是导游", [{"role": "user", "content": "长" * 3000}],
+    events, prompt, used = await render(engine, "你是导游", [{"role": "user", "content": "长" * 3000}],
                                              Sampling(0.0, 1.0, 16), None)
     await events.aclose()
     assert isinstance(prompt, Refused) and used is None
@@ -99,7 +99,7 @@ async def test_a_task_in_the_background_is_kept_and_its_failure_logged(caplog):
 
 
 async def test_retention_goes_on_after_a_day_it_failed(tmp_path, monkeypatch, caplog):
-    app = build_app(settings_in(tmp_path, CHAT_HISTORY_DAYS="30"), EngineService(settings_in(tmp_path), FAKE))
+    app, _ = build_app(settings_in(tmp_path, CHAT_HISTORY_DAYS="30"), EngineService(settings_in(tmp_path), FAKE))
     caplog.set_level(logging.INFO, logger="app")
     tries = []
 

@@ -19,12 +19,12 @@ from chainlit.types import Pagination, ThreadFilter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chat.chat_options import checked, initial_options
 from config.settings import load_settings
 from engine.prompt import render_prompt
 from history.ids import is_uuid
 from history.schema import open_database
 from tests.test_history import new_store, step
-from ui.chat_options import checked, initial_options
 from web.auth import FairChecks, LoginThrottle, login_keys
 from web.socket_guard import EventRefused, _check_auth, _question
 

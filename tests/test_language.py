@@ -1,10 +1,10 @@
-"""Chinese first (`ui.language`): the language asked of Chainlit's routes, and a browser leaving mid-request."""
+"""Chinese first (`web.language`): the language asked of Chainlit's routes, and a browser leaving mid-request."""
 
 import asyncio
 
 import pytest
 
-from ui.language import ChineseFirst, chinese_unless_asked
+from web.language import ChineseFirst, chinese_unless_asked
 
 pytestmark = pytest.mark.fast
 

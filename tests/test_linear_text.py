@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from chat.check import appended, check_table
 from history.conversation import model_text
 from history.export import quoted
 from insights.unanswered import search_terms
@@ -21,7 +22,6 @@ from retrieval.places import places
 from retrieval.reading import UnreadableError, read_document
 from retrieval.terms import terms
 from ui.read_aloud import speech
-from ui.sources import appended, check_table
 
 pytestmark = pytest.mark.fast
 

@@ -57,14 +57,16 @@ def test_guard_refuses_new_replies_while_memory_is_low_and_resumes_by_itself():
 
 
 def test_sidebar_shows_the_warning_when_memory_is_low():
+    from telemetry.memory import memory_figures
     from ui.dashboard import panel_props
 
     engine = EngineState("m", "int8", "bfloat16", "auto", 4096, running=1, waiting=2, kv_cache_usage=0.25)
     floor = MemoryFloor(2 * GIB)
-    low = panel_props(engine, MemoryReading(GIB, 7 * GIB, GIB, 8 * GIB), floor, None, streaming=False)
+    low = panel_props(engine, memory_figures(MemoryReading(GIB, 7 * GIB, GIB, 8 * GIB), floor), None, streaming=False)
     assert low["memory"]["low"] and low["memory"]["available_mib"] == 1024
     assert low["engine"] | {"model": None} == {"running": 1, "waiting": 2, "kv_cache_percent": 25.0, "model": None,
                                                  "weights": "int8", "dtype": "bfloat16", "threads": "auto", "context": 4096,
                                                  "speculation_accepted_percent": None}  # nothing proposed yet
-    fine = panel_props(engine, MemoryReading(GIB, 4 * GIB, 4 * GIB, 8 * GIB), floor, None, streaming=False)
+    fine = panel_props(engine, memory_figures(MemoryReading(GIB, 4 * GIB, 4 * GIB, 8 * GIB), floor), None,
+                       streaming=False)
     assert not fine["memory"]["low"]

@@ -50,8 +50,8 @@ def test_a_starter_needs_a_label_and_a_message(tmp_path):
 
 
 def test_a_persona_sets_its_default_sampling_where_the_settings_leave_it(tmp_path):
+    from chat.chat_options import initial_options
     from config.settings import load_settings
-    from ui.chat_options import initial_options
 
     (tmp_path / "calm.toml").write_text('display_name = "x"\ndescription = "x"\nsystem_prompt = "x"\n'
                                         'temperature = 0.2\ntop_p = 0.9\n')

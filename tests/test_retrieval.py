@@ -17,6 +17,8 @@ import pytest
 from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
+from chat.check import appended, check_table, stored
+from chat.script import in_their_script
 from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
 from retrieval.checking import unsupported
 from retrieval.grounding import (
@@ -41,8 +43,6 @@ from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
 from retrieval.terms import romanized, terms, translated
 from tests.conftest import ROOT
-from ui.script import in_their_script
-from ui.sources import appended, check_table, stored
 
 pytestmark = pytest.mark.fast
 GUIDE = ROOT / "knowledge"

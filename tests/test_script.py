@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
+from chat.check import appended
+from chat.script import in_script, in_traditional
 from engine.api import Finished, ReplyStats, TextDelta
 from retrieval.index import Found
-from ui.script import in_script, in_traditional
-from ui.sources import appended
 
 pytestmark = pytest.mark.fast
 

@@ -46,11 +46,11 @@ def test_the_settings_name_what_they_take():
 @pytest.mark.fast
 def test_the_sidebar_shows_the_share_of_proposed_tokens_the_model_kept():
     from engine.api import EngineState
-    from telemetry.memory import MemoryFloor, MemoryReading
+    from telemetry.memory import MemoryFloor, MemoryReading, memory_figures
     from ui.dashboard import panel_props
 
     engine = EngineState("m", "int8", "bfloat16", "auto", 4096, proposed=40, accepted=30)
-    props = panel_props(engine, MemoryReading(1, 2, 3, 4), MemoryFloor(0), None, streaming=False)
+    props = panel_props(engine, memory_figures(MemoryReading(1, 2, 3, 4), MemoryFloor(0)), None, streaming=False)
     assert props["engine"]["speculation_accepted_percent"] == 75.0
 
 

@@ -2,32 +2,25 @@
 each reply (`public/elements/ReplyFooter.jsx`).
 
 `panel_props` turns measured figures into the sidebar's props (rounding only); `Dashboard` owns one
-session's sidebar element and refreshes it. Measuring is the engine's job: memory from
-`telemetry.memory`, the model and its scheduler from the engine's `EngineState`, reply timing from the
-`ReplyStats` of the reply's events.
+session's sidebar element and refreshes it. Measuring is not its job: memory comes in MiB from the chat
+(`telemetry.memory.memory_figures`), the model and its scheduler from the engine's `EngineState`, reply timing from
+the `ReplyStats` of the reply's events.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import chainlit as cl
 
 from engine.api import ChatEngine, EngineState, ReplyStats
-from telemetry.memory import MIB, MemoryFloor, MemoryMonitor, MemoryReading
 
 
-def panel_props(engine: EngineState, memory: MemoryReading, floor: MemoryFloor, reply: ReplyStats | None,
-                streaming: bool) -> dict:
+def panel_props(engine: EngineState, memory: dict, reply: ReplyStats | None, streaming: bool) -> dict:
     return {
-        "memory": {
-            "app_mib": round(memory.app_pss / MIB),
-            "used_mib": round(memory.system_used / MIB),
-            "available_mib": round(memory.system_available / MIB),
-            "low": memory.system_available < floor.min_available,
-            "min_available_mib": round(floor.min_available / MIB),
-        },
+        "memory": memory,
         "reply": {} if reply is None else {
             "streaming": streaming,
             "ttft_s": _round(reply.time_to_first_token, 2),
@@ -72,16 +65,15 @@ class Dashboard:
     """One session's sidebar. `refresh` re-measures and re-sends it; `follow` does so while a reply streams,
     showing `last_reply`, which the reply's handler sets from each event (both on Chainlit's loop)."""
 
-    def __init__(self, floor: MemoryFloor, monitor: MemoryMonitor, interval: float) -> None:
-        self._floor = floor
+    def __init__(self, read_memory: Callable[[], dict], interval: float) -> None:
+        self._read_memory = read_memory  # the memory figures, read off the event loop
         self._interval = interval  # seconds between refreshes while a reply streams
-        self._monitor = monitor
         self._element: cl.CustomElement | None = None
         self.last_reply: ReplyStats | None = None
 
     async def refresh(self, engine: ChatEngine, streaming: bool = False) -> None:
-        memory = await asyncio.to_thread(self._monitor.read)
-        props = panel_props(engine.state(), memory, self._floor, self.last_reply, streaming)
+        memory = await asyncio.to_thread(self._read_memory)
+        props = panel_props(engine.state(), memory, self.last_reply, streaming)
         if self._element is None:
             self._element = cl.CustomElement(name="StatsPanel", props=props, display="side")
             await cl.ElementSidebar.set_elements([self._element])

@@ -2,7 +2,7 @@
 the reply's words without their Markdown marks, and the language to read them in.
 
 The text is the model's reply as it ended, before the sources line and the marks under it are added
-(`ui.sources.cite`), so those are never read. Nothing goes to a server: the visitor's browser speaks, with a voice of
+(`chat.check.cite`), so those are never read. Nothing goes to a server: the visitor's browser speaks, with a voice of
 that language, and the button is hidden where the browser has none.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from config.markdown_text import blocks
-from retrieval.terms import HAN
+from config.writing import HAN
 
 _MARKS = str.maketrans("|*_`~", "     ")  # a table's bars and emphasis the parser left as text are not read
 

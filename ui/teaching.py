@@ -9,9 +9,7 @@ import re
 import chainlit as cl
 
 from engine.api import RenderedPrompt, Sampling, TokenProbability
-from retrieval.grounding import label
-from retrieval.index import Found
-from ui import sources
+from ui.sources import Shown, passages_table
 from ui.token_view import Branchable, Recent, prompt_view, token_view
 
 REMOTE_TEACHING = ("ℹ️ 模型在 vLLM 服务器上运行（CHAT_ENGINE_URLS）：回答的词元视图、“选下一个词元”和对比暂不可用；分词可用。 "
@@ -19,7 +17,7 @@ REMOTE_TEACHING = ("ℹ️ 模型在 vLLM 服务器上运行（CHAT_ENGINE_URLS�
                    "token and Compare are not available with them yet; Tokenize is.\n\n")
 
 
-async def show_prompt(prompt: RenderedPrompt, sampling: Sampling, found: list[Found] | None,
+async def show_prompt(prompt: RenderedPrompt, sampling: Sampling, found: list[Shown] | None,
                       prompt_views: Recent[tuple[cl.CustomElement, RenderedPrompt]], token_views: bool) -> None:
     """The prompt step: the passages retrieved (`found`; None with the knowledge base off) and the exact text the
     chat template produced, special tokens included, its tokens in a view kept in `prompt_views` (its button weighs
@@ -34,7 +32,7 @@ async def show_prompt(prompt: RenderedPrompt, sampling: Sampling, found: list[Fo
             f"**{len(prompt.token_ids)} tokens** · temperature {sampling.temperature} · top_p {sampling.top_p} · "
             f"top_k {sampling.top_k} · repetition_penalty {sampling.repetition_penalty} · "
             f"max_new_tokens {sampling.max_new_tokens}\n\n"
-            f"{'' if found is None else sources.passages_table(found, prompt.text)}{fence}text\n{prompt.text}\n{fence}"
+            f"{'' if found is None else passages_table(found, prompt.text)}{fence}text\n{prompt.text}\n{fence}"
         )
 
 
@@ -49,10 +47,10 @@ def reply_token_view(branchable: Recent[Branchable], reply: cl.Message, prompt: 
     return [view]
 
 
-async def show_unanswered(found: list[Found]) -> None:
+async def show_unanswered(found: list[Shown]) -> None:
     """The step above a reply the app gave without the model: the passages found, none of whose sentences answers
     the question (`grounding.unanswered`)."""
     async with cl.Step(name="检索 Retrieval", type="tool", show_input=False) as step:
         step.output = ("资料里没有回答这个问题的句子：回答由应用直接给出，没有调用模型。 No sentence of the passages found answers "
                        "the question: the app says so itself, without asking the model.\n\n" +
-                       "\n".join(f"- {label(passage)} · BM25 {passage.score:.2f}" for passage in found))
+                       "\n".join(f"- {passage.label} · BM25 {passage.score:.2f}" for passage in found))

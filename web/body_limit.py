@@ -17,10 +17,11 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 
-import chainlit.server as server
 from chainlit.config import config
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
+
+from web.chainlit_patches import add_middleware
 
 log = logging.getLogger(__name__)
 Scope = dict
@@ -104,5 +105,5 @@ def limit_bodies(documents_max_mb: int) -> None:
     uploads = config.features.spontaneous_file_upload
     enabled = uploads is not None and uploads.enabled
     max_mb = (uploads.max_size_mb or 0) if enabled else 0
-    server.app.add_middleware(BodyLimit, uploads_max_bytes=int(max_mb * 1024 * 1024),
+    add_middleware(BodyLimit, uploads_max_bytes=int(max_mb * 1024 * 1024),
                               documents_max_bytes=documents_max_mb * 1024 * 1024)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import chainlit.server as server
+from web.chainlit_patches import add_middleware
 
 Scope = dict
 Receive = Callable[[], Awaitable[dict]]
@@ -54,4 +54,4 @@ class ContentPolicy:
 
 
 def apply_content_policy() -> None:
-    server.app.add_middleware(ContentPolicy)
+    add_middleware(ContentPolicy)

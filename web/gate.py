@@ -23,14 +23,13 @@ import math
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
-import chainlit.server as server
 from chainlit.auth.cookie import get_token_from_cookies
 from starlette.datastructures import Headers
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request, cookie_parser
 
 from telemetry import prometheus
 from web.auth import LOCKED_OUT, LOGIN_ADDRESS, Logins, login_keys
+from web.chainlit_patches import accept_socket_from, add_middleware
 from web.hosts import AppNames
 
 log = logging.getLogger(__name__)
@@ -56,13 +55,7 @@ def restrict_origins(allowed: tuple[str, ...], names: AppNames) -> None:
         netloc = urlsplit(origin or "").netloc
         return names.knows(netloc) and netloc == environ.get("HTTP_HOST")
 
-    server.sio.eio.cors_allowed_origins = origin_allowed
-    # The HTTP CORS middleware below already answers the socket's requests from another origin with CORS headers;
-    # the socket server's own second copy would make the browser refuse them ("multiple values"). It still checks.
-    server.sio.eio._cors_headers = lambda environ: []
-    for middleware in server.app.user_middleware:
-        if middleware.cls is CORSMiddleware:
-            middleware.kwargs["allow_origins"] = list(allowed)
+    accept_socket_from(origin_allowed, allowed)
 
 
 def login_token(headers: Headers) -> str | None:
@@ -185,4 +178,4 @@ async def _json(send: Send, status: int, content: dict, headers: list[tuple[byte
 
 
 def gate_logins(logins: Logins) -> None:
-    server.app.add_middleware(AccessGate, logins=logins)
+    add_middleware(AccessGate, logins=logins)

@@ -16,7 +16,6 @@ import asyncio
 import ipaddress
 import secrets
 
-import chainlit.server as server
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -25,6 +24,7 @@ from starlette.routing import Route
 from engine.service import EngineService
 from telemetry import prometheus
 from web.auth import Logins
+from web.chainlit_patches import route_first
 from web.gate import login_token
 
 
@@ -64,4 +64,4 @@ def add_health_routes(service: EngineService, metrics_token: str, logins: Logins
         # Reading the app's memory may walk its page tables (tens of ms): not on the event loop.
         return Response(await asyncio.to_thread(generate_latest, prometheus.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
-    server.app.router.routes[0:0] = [Route("/healthz", healthz), Route("/metrics", metrics)]
+    route_first(Route("/healthz", healthz), Route("/metrics", metrics))

@@ -18,9 +18,10 @@ import time
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
-import chainlit.server as server
 import psutil
 from starlette.datastructures import Headers
+
+from web.chainlit_patches import add_middleware
 
 log = logging.getLogger(__name__)
 Scope = dict
@@ -110,4 +111,4 @@ class HostCheck:
 
 
 def answer_only_to(names: AppNames) -> None:
-    server.app.add_middleware(HostCheck, names=names)
+    add_middleware(HostCheck, names=names)

@@ -13,13 +13,14 @@ import ipaddress
 import socket
 import sys
 
-import chainlit.server as server
 import psutil
 import segno
 from chainlit.config import config
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
+
+from web.chainlit_patches import route_first
 
 EVERY_NETWORK = ("0.0.0.0", "::", "")
 
@@ -77,7 +78,7 @@ def add_join_page(logins: bool) -> None:
         code(urls[0]).save(image, kind="png", scale=8, border=4)
         return Response(image.getvalue(), media_type="image/png")
 
-    server.app.router.routes[0:0] = [Route("/join", page), Route("/join/qr.png", qr)]
+    route_first(Route("/join", page), Route("/join/qr.png", qr))
 
 
 def projection(urls: list[str], logins: bool) -> str:

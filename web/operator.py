@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable
 from datetime import date
 from urllib.parse import urlsplit
 
-import chainlit.server as server
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -33,6 +32,7 @@ from starlette.routing import Route
 from config.errors import HistoryError
 from insights.report import KINDS, Report, as_csv, as_json
 from insights.usage import period
+from web.chainlit_patches import add_middleware, route_first
 from web.gate import AUTH_COOKIE
 from web.operator_check import COOKIE, OperatorCheck
 from web.operator_edits import Editing
@@ -123,7 +123,7 @@ def add_operator_page(build: Callable[[date, date], Report], check: OperatorChec
             response.delete_cookie(AUTH_COOKIE, path="/", httponly=True, samesite="lax")
         return response
 
-    server.app.router.routes[0:0] = [Route("/operator", overview),
+    route_first(Route("/operator", overview),
                                      Route("/operator/sign-out", sign_out, methods=["POST"]),
-                                     *editing.routes(figures), Route("/operator/{name}", download)]
-    server.app.add_middleware(OperatorDoor)
+                                     *editing.routes(figures), Route("/operator/{name}", download))
+    add_middleware(OperatorDoor)

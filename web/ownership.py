@@ -16,7 +16,6 @@ import logging
 import secrets
 from collections import OrderedDict
 
-import chainlit.server as server
 from chainlit.config import config
 from chainlit.session import WebsocketSession
 from chainlit.types import DeleteFeedbackRequest, UpdateFeedbackRequest
@@ -27,6 +26,7 @@ from starlette.routing import Route
 
 from history.store import ChatStore
 from web.auth import Logins
+from web.chainlit_patches import route_first
 from web.gate import login_token
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ def add_owner_checks(store: ChatStore, logins: Logins | None) -> None:
     if not config.features.allow_thread_sharing:
         routes += [Route("/project/thread/share", sharing_off, methods=["PUT"]),
                    Route("/project/share/{thread_id}", sharing_off, methods=["GET"])]
-    server.app.router.routes[0:0] = routes
+    route_first(*routes)
 
 
 def _refused(request: Request, what: str) -> Response:

@@ -19,13 +19,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import chainlit.server as server
 from chainlit.chat_context import chat_context
 from chainlit.context import init_ws_context
 from chainlit.message import ErrorMessage, Message
 from chainlit.session import WebsocketSession
 
 from history.ids import is_uuid
+from web.chainlit_patches import guard_socket_events
 
 log = logging.getLogger(__name__)
 CLIENT_TYPES = {"webapp", "copilot", "teams", "slack", "discord"}
@@ -46,33 +46,28 @@ def guard_socket(max_message_chars: int, logins: bool, thread_exists: Callable[[
     """Put the checks in front of Chainlit's socket handlers. `max_message_chars`: the longest question taken
     (longer ones cannot fit the model's context anyway); `logins`: whether visitors log in; `thread_exists`:
     whether the database holds a thread of that id; `commands`: the ids of the composer's commands the app offers."""
-    handlers = server.sio.handlers["/"]
-    connect = handlers["connect"]
+    def guarded_connect(connect: Callable) -> Callable:
+        async def checked_connect(sid: str, environ: dict, auth: Any = None) -> Any:
+            try:
+                thread_id = _check_auth(auth)
+            except EventRefused as reason:
+                log.warning("Refused a socket connection from %s: %s", _address(environ), reason)
+                raise ConnectionRefusedError(str(reason)) from None
+            if thread_id and not logins and await thread_exists(thread_id):
+                # Nobody owns a thread without logins, so nobody may open one again: a reloaded page starts anew.
+                log.warning("A socket from %s asked for stored thread %s without logins; it gets a new chat",
+                            _address(environ), thread_id)
+                auth = {**auth, "threadId": ""}
+            return await connect(sid, environ, auth)
 
-    async def checked_connect(sid: str, environ: dict, auth: Any = None) -> Any:
-        try:
-            thread_id = _check_auth(auth)
-        except EventRefused as reason:
-            log.warning("Refused a socket connection from %s: %s", _address(environ), reason)
-            raise ConnectionRefusedError(str(reason)) from None
-        if thread_id and not logins and await thread_exists(thread_id):
-            # Nobody owns a thread without logins, so nobody may open one again: a reloaded page starts anew.
-            log.warning("A socket from %s asked for stored thread %s without logins; it gets a new chat",
-                        _address(environ), thread_id)
-            auth = {**auth, "threadId": ""}
-        return await connect(sid, environ, auth)
+        return checked_connect
 
-    handlers["connect"] = checked_connect
-    handlers["client_message"] = _checked("client_message", handlers["client_message"],
-                                          functools.partial(_new_question, max_message_chars, commands))
-    handlers["edit_message"] = _checked("edit_message", handlers["edit_message"],
-                                        functools.partial(_edited_question, max_message_chars, commands))
-    for event in OFF:
-        handlers[event] = _checked(event, handlers[event], _never)
-    for event in ("chat_settings_change", "chat_settings_edit"):
-        handlers[event] = _checked(event, handlers[event], _settings)
-    for event in ("connection_successful", "clear_session", "stop", "window_message"):
-        handlers[event] = _checked(event, handlers[event], None)
+    checks = {"client_message": functools.partial(_new_question, max_message_chars, commands),
+              "edit_message": functools.partial(_edited_question, max_message_chars, commands),
+              **dict.fromkeys(OFF, _never), **dict.fromkeys(("chat_settings_change", "chat_settings_edit"), _settings),
+              **dict.fromkeys(("connection_successful", "clear_session", "stop", "window_message"))}
+    guard_socket_events({"connect": guarded_connect} | {
+        event: functools.partial(_checked, event, check=check) for event, check in checks.items()})
 
 
 def _checked(event: str, handler: Callable, check: Callable[[str, Any], Any] | None) -> Callable:

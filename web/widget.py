@@ -8,20 +8,20 @@ name, here the app's own Inter at the app's own address (`serve_widget_font`).
 
 The widget asks `/project/settings` for the chat profiles before it opens a chat: `remember_origins` keeps the
 Origin of each HTTP request (`request_origin`), so that the profiles offered to a host site that has a persona of
-its own are that persona alone (the widget then shows no switch). `widget_origin` tells a chat's socket from the
-widget and gives its host site.
+its own are that persona alone (the widget then shows no switch). A chat tells the widget's socket by its client
+type (`chat.session.widget_origin`).
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
 
-import chainlit as cl
-import chainlit.server as server
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from web.chainlit_patches import add_middleware, route_first
 
 FONT = "public/vendor/inter/inter.css"  # Inter, as Chainlit's page and widget use it, served by the app
 
@@ -39,19 +39,12 @@ class _RememberOrigin:
 
 
 def remember_origins() -> None:
-    server.app.add_middleware(_RememberOrigin)
+    add_middleware(_RememberOrigin)
 
 
 def request_origin() -> str:
     """The Origin of the HTTP request being answered ("" for a page's own, same-origin requests)."""
     return _REQUEST_ORIGIN.get()
-
-
-def widget_origin() -> str | None:
-    """The host site's origin where this chat is the widget's, else None (the app's own page)."""
-    if cl.context.session.client_type != "copilot":
-        return None
-    return cl.context.session.environ.get("HTTP_ORIGIN", "")
 
 
 def serve_widget_font() -> None:
@@ -60,4 +53,4 @@ def serve_widget_font() -> None:
     async def theme(request: Request) -> Response:
         return JSONResponse({"custom_fonts": [f"{request.base_url}{FONT}"]})
 
-    server.app.router.routes[0:0] = [Route("/public/theme.json", theme)]
+    route_first(Route("/public/theme.json", theme))

@@ -1,5 +1,7 @@
 """One reply streamed into a new message, for a question's reply and for the replies set aside (Compare's second,
-a branch): its footer, its token view and its figures added at its end, also when stopped, and one log line.
+a branch): its answer into the message, its thinking into a step above it, the sidebar following, and what the stream
+gave kept as it comes, so that the handler that started it has it also when the reply is stopped or fails; at its end,
+also when stopped, its footer, its token view and its figures, one log line and the reply's metrics.
 """
 
 from __future__ import annotations
@@ -7,17 +9,30 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field, replace
 
 import chainlit as cl
+from chainlit.utils import utc_now
 
 from chat.parts import ChatApp
 from chat.session import ChatSession, leave_closed
-from engine.api import ChatEngine, RenderedPrompt, ReplyEvent, ReplyStats, Sampling, TokenProbability
+from config.errors import ChatError
+from engine.api import (
+    ChatEngine,
+    Finished,
+    RenderedPrompt,
+    ReplyEvent,
+    ReplyStats,
+    Sampling,
+    TextDelta,
+    TokenProbability,
+)
 from history.conversation import SET_ASIDE
-from ui.dashboard import footer, footer_figures
+from telemetry import prometheus
+from ui.dashboard import Dashboard, footer, footer_figures
 from ui.read_aloud import speech
-from ui.streaming import Streamed, stream_into
 from ui.teaching import reply_token_view
+from ui.thought import Thought
 
 log = logging.getLogger("app")
 
@@ -75,3 +90,58 @@ def log_reply(session: ChatSession, sampling: Sampling, streamed: Streamed, mess
 
 def _round(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+@dataclass
+class Streamed:
+    """What a reply's stream gave so far: its latest statistics, its tokens' probabilities (with the teaching view
+    on), and whether it finished or failed."""
+
+    stats: ReplyStats
+    probabilities: list[TokenProbability] = field(default_factory=list)
+    finished: bool = False
+    failed: bool = False
+
+
+async def stream_into(reply: cl.Message, engine: ChatEngine, events: AsyncIterator[ReplyEvent],
+                      streamed: Streamed, update_seconds: float, dashboard: Dashboard | None) -> None:
+    """Stream a reply's events into `reply`, its thinking (if the model thinks) into a step above it, and into
+    `streamed` as they come (so also when stopped); an engine fault ends it with the fault's message. The sidebar
+    (`dashboard`, None where another reply streaming beside it has it) follows it. `update_seconds`: how long deltas
+    gather before the page gets them as one update."""
+    thought = Thought(parent_id=reply.parent_id)  # beside the reply, in the same run
+    if dashboard:
+        dashboard.last_reply = streamed.stats
+    ticker = asyncio.create_task(dashboard.follow(engine)) if dashboard else None
+    try:
+        async for event in events:
+            streamed.stats, streamed.finished = event.stats, isinstance(event, Finished)
+            if dashboard:
+                dashboard.last_reply = streamed.stats
+            if isinstance(event, TextDelta):
+                streamed.probabilities.extend(event.logprobs)
+            if isinstance(event, TextDelta) and event.kind == "thinking":
+                await thought.add(event.text)
+            elif isinstance(event, TextDelta) and (text := event.text if reply.content else event.text.lstrip()):
+                if not reply.content:
+                    # Chainlit stamps a message when it is sent whole; a streamed one is stamped when its answer
+                    # starts, so the page shows it after its thinking.
+                    reply.created_at = utc_now()
+                    await thought.end()  # collapsed when the answer starts
+                await reply.stream_token(text)
+            else:
+                continue
+            # Deltas that arrive meanwhile reach the page as one update: each update costs the page a re-render.
+            await asyncio.sleep(update_seconds)
+    except ChatError as error:
+        streamed.failed = True
+        await cl.ErrorMessage(content=str(error)).send()
+    finally:
+        await thought.end()  # what was thought stays in its step, also when stopped
+        if not streamed.finished:
+            streamed.stats = replace(streamed.stats, finish_reason="abort")  # stopped, or ended by a fault
+        prometheus.record_reply(streamed.stats, streamed.failed)
+        if ticker:
+            ticker.cancel()
+        if dashboard:
+            dashboard.last_reply = streamed.stats

@@ -10,7 +10,7 @@ letting the page reach out again.
 
 from __future__ import annotations
 
-import chainlit.server as server
+from web.chainlit_patches import chainlit_page, rewrite_page
 
 LOCAL_COPIES = {
     '<link rel="preconnect" href="https://fonts.googleapis.com" />': "",
@@ -21,15 +21,13 @@ LOCAL_COPIES = {
 
 
 def serve_page_offline() -> None:
-    chainlit_template = server.get_html_template
-    missing = [line for line in LOCAL_COPIES if line not in chainlit_template("")]
+    missing = [line for line in LOCAL_COPIES if line not in chainlit_page()]
     if missing:
-        raise RuntimeError(f"Chainlit's page no longer has {missing}: update ui/offline.py for this Chainlit version.")
+        raise RuntimeError(f"Chainlit's page no longer has {missing}: update web/offline.py for this Chainlit version.")
 
-    def offline_template(root_path: str) -> str:
-        page = chainlit_template(root_path)
+    def offline(page: str, root_path: str) -> str:
         for remote, local in LOCAL_COPIES.items():
             page = page.replace(remote, f"{root_path}{local}" if local else "")
         return page
 
-    server.get_html_template = offline_template
+    rewrite_page(offline)

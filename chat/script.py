@@ -3,7 +3,7 @@ them, converted as it streams by OpenCC from the Simplified the demo models writ
 for a question in written Cantonese (嘅, 係, 喺), else in Taiwan's (`s2tw`: 峰, 裡, 著, where OpenCC's own `s2t` writes
 峯, 裏, 着). Each delta is converted
 as it comes: a word split between two deltas may take a character's commoner form (发 as 發 where 頭髮 wanted 髮).
-The sources check reads the reply in Simplified characters again (`retrieval.terms.simplified`).
+The sources check reads the reply in Simplified characters again (`config.writing.simplified`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import replace
 
 import opencc
 
+from config.writing import HAN, KANA, simplified
 from engine.api import ReplyEvent, TextDelta
-from retrieval.terms import HAN, KANA, simplified
 
 _HONG_KONG, _TAIWAN = opencc.OpenCC("s2hk"), opencc.OpenCC("s2tw")
 _CANTONESE = frozenset("嘅係喺咩冇佢唔嗰啲咗嚟")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
-import chainlit.server as server
+from web.chainlit_patches import add_middleware
 
 DEFAULT = "zh-CN"
 KEPT = ("en", "zh")
@@ -40,4 +40,4 @@ class ChineseFirst:
 
 
 def chinese_first() -> None:
-    server.app.add_middleware(ChineseFirst)
+    add_middleware(ChineseFirst)
