@@ -33,6 +33,7 @@ from engine.prompt import ChatTokenizer, check_fits
 from engine.thinking import has_switch
 
 log = logging.getLogger(__name__)
+ENGINE_TITLE = "VLLM::"  # how vLLM titles its processes (its engine core, any worker): VLLM_PROCESS_NAME_PREFIX
 STOPPING = "服务正在停止。 The app is stopping; the engine is not loaded."
 
 
@@ -65,7 +66,7 @@ def _locate_in_process(settings: Settings) -> Path:
 
 
 def _load_in_process(settings: Settings, model: Path) -> ChatEngine:
-    from engine.chat_engine import VllmEngine
+    from engine.vllm_engine import VllmEngine
 
     return VllmEngine.load(settings, model)
 
@@ -87,26 +88,33 @@ REMOTE = Backend(_locate_remote, _load_remote, capabilities=Capabilities(token_v
 BACKEND: Backend | None = None  # another engine, put here by a launcher before the app is built
 
 
-def end_child_processes(grace: float = 3.0) -> None:
-    """Terminate what this process started and is still running, then kill what outlives `grace` seconds."""
-    children = psutil.Process().children(recursive=True)
-    for child in children:
+def end_engine_processes(grace: float = 3.0) -> None:
+    """Terminate the engine's processes that are still running (vLLM titles them `VLLM::…`: its engine core and any
+    worker), and what they started, then kill what outlives `grace` seconds. The app's other children (the document
+    reader) are theirs to end."""
+    engines = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if ENGINE_TITLE in " ".join(child.cmdline()):
+                engines += [child, *child.children(recursive=True)]
+    engines = list({process.pid: process for process in engines}.values())
+    for process in engines:
         with contextlib.suppress(psutil.NoSuchProcess):
-            child.terminate()
-    _, alive = psutil.wait_procs(children, timeout=grace)
-    for child in alive:
+            process.terminate()
+    _, alive = psutil.wait_procs(engines, timeout=grace)
+    for process in alive:
         with contextlib.suppress(psutil.NoSuchProcess):
-            child.kill()
-    if children:
-        log.info("Ended %d processes the engine had left running", len(children))
+            process.kill()
+    if engines:
+        log.info("Ended %d processes the engine had left running", len(engines))
 
 
 class EngineService:
     """The engine of `settings`' model, from `backend`: located when made, loaded by `start`, rebuilt by a watchdog.
-    `end_children` ends what the process started (at shutdown; tests hand in their own)."""
+    `end_children` ends the engine's processes still running (at shutdown; tests hand in their own)."""
 
     def __init__(self, settings: Settings, backend: Backend, watch_interval: float = 1.0,
-                 end_children: Callable[[float], None] = end_child_processes) -> None:
+                 end_children: Callable[[float], None] = end_engine_processes) -> None:
         self.settings = settings
         self.backend = backend
         self.model = backend.locate(settings)
