@@ -14,7 +14,7 @@ import chainlit as cl
 from assembly import built_or_exit, serve
 from chat import aside, reply, session
 from history.store import ChatStore
-from ui import dashboard, tokenize_command
+from ui import stats_panel, tokenize_command
 from ui.notices import LOGIN_ENDED, send_error
 from ui.token_view import FORCE_TOKEN, WEIGH_PROMPT
 
@@ -93,9 +93,9 @@ async def force_token(action: cl.Action) -> None:
     await aside.branch_from_token(APP, action)
 
 
-@cl.action_callback(dashboard.SHOW)
+@cl.action_callback(stats_panel.SHOW)
 async def show_stats(action: cl.Action) -> None:
-    await session.open_dashboard(APP)
+    await session.open_stats_panel(APP)
 
 
 @cl.action_callback(aside.KEEP_REPLY)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from chat.parts import ChatApp
 from chat.preview import Previewer
-from chat.reply_queue import ReplyQueue
+from chat.reply_line import ReplyLine
 from config.errors import ChatError, cannot
 from config.personas import load_personas
 from config.settings import Settings, load_settings
@@ -20,7 +20,7 @@ from engine.service import EngineService
 from history.schema import open_database
 from history.store import ChatStore
 from insights.activity import Activity
-from insights.days import History
+from insights.days import Days
 from insights.report import Insights
 from retrieval.grounding import RULES
 from retrieval.knowledge_base import KnowledgeBase
@@ -60,9 +60,9 @@ def build_app(settings: Settings, engine: EngineService) -> tuple[ChatApp, Login
     knowledge = KnowledgeBase(settings.knowledge_index, settings.knowledge_folder,
                               {name: persona.knowledge for name, persona in personas.items()})
     return ChatApp(settings, engine, personas, ChatStore(settings.database), knowledge,
-                   ReplyQueue(settings.max_concurrent_replies), MemoryFloor(int(settings.min_available_gib * GIB)),
+                   ReplyLine(settings.max_concurrent_replies), MemoryFloor(int(settings.min_available_gib * GIB)),
                    MemoryMonitor(), DemoTokenizers(settings.cache_dir, engine.model),
-                   Insights(History(settings.database, settings.persona), knowledge), request_origin), logins
+                   Insights(Days(settings.database, settings.persona), knowledge), request_origin), logins
 
 
 def built_or_exit() -> tuple[ChatApp, Logins | None]:
@@ -89,10 +89,10 @@ def serve(app: ChatApp, logins: Logins | None) -> None:
     chinese_first()
     restrict_origins(settings.allowed_origins, names)
     limit_bodies(settings.max_upload_mb)
-    add_health_routes(app.engine, settings.metrics_token, logins)
+    add_health_routes(app.engine_service, settings.metrics_token, logins)
     add_join_page(logins is not None)
     check = OperatorCheck(settings.operator_token, logins)
-    preview = Previewer(settings, app.engine, app.knowledge, app.queue, app.floor, app.persona).preview
+    preview = Previewer(settings, app.engine_service, app.knowledge, app.line, app.floor, app.persona).preview
     editing = Editing(check, Library(settings.knowledge_folder, settings.kept_documents), app.knowledge,
                       Activity(settings.database), preview, list(app.personas), app.insights.report)
     add_operator_page(app.insights.report, check, settings.history_days, editing)
@@ -106,12 +106,12 @@ def serve(app: ChatApp, logins: Logins | None) -> None:
     guard_socket(max_message_chars=8 * settings.max_model_len, logins=logins is not None,
                  thread_exists=app.store.thread_exists, commands=frozenset({tokenize_command.COMMAND["id"]}))
     prometheus.watch(prometheus.LiveReadings(
-        running=lambda: app.queue.running, waiting=lambda: app.queue.waiting,
-        kv_cache_usage=lambda: engine.state().kv_cache_usage if (engine := app.engine.current()) else 0.0,
-        app_pss=lambda: app.memory.read().app_pss, engine_ready=lambda: app.engine.status() == "ready",
-        restarts=lambda: app.engine.restarts,
-        servers=lambda: engine.state().servers if (engine := app.engine.current()) else (),
-        speculation=lambda: (engine.state().proposed, engine.state().accepted) if (engine := app.engine.current())
+        running=lambda: app.line.running, waiting=lambda: app.line.waiting,
+        kv_cache_usage=lambda: engine.state().kv_cache_usage if (engine := app.engine_service.current()) else 0.0,
+        app_pss=lambda: app.memory.read().app_pss, engine_ready=lambda: app.engine_service.status() == "ready",
+        restarts=lambda: app.engine_service.restarts,
+        servers=lambda: engine.state().servers if (engine := app.engine_service.current()) else (),
+        speculation=lambda: (engine.state().proposed, engine.state().accepted) if (engine := app.engine_service.current())
         else (0, 0)))
     if logins:
         os.environ["CHAINLIT_AUTH_SECRET"] = logins.secret  # Chainlit signs its login tokens with it

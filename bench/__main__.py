@@ -6,7 +6,8 @@ app serves on this CPU), and llama.cpp when llama-cpp-python is installed; then 
 fresh process; this app's runs are repeated (5 times by default) and the median kept, the sequential
 baselines (minutes long, and steady) run once. Then the other benchmarks (`STAGES`, each `python -m
 bench.NAME` writing NAME.json beside them) unless skipped. `--quick` runs 1 and 2 chats once on the model
-given and no other stage (the tests use their tiny model).
+given and no other stage (the tests use their tiny model). Left out: the studies in `bench/studies/` (each answered
+one question once, and takes a set-up or an hour of its own: `python -m bench.studies.NAME`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import psutil
 from bench.bandwidth import bytes_per_token, read_bandwidth
 from bench.isolate import run_isolated
 from bench.models import model_pair
-from bench.report import write_report
+from bench.results import write_report
 from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS
 from config.errors import ModelLoadError
 from config.settings import PROJECT_ROOT, load_settings

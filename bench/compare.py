@@ -18,8 +18,8 @@ from pathlib import Path
 from bench.engine_runs import demo_engine, timed_replies
 from bench.workload import stage_parser
 from engine.api import Sampling
-from engine.chat_engine import VllmEngine
 from engine.prompt import render_prompt
+from engine.vllm_engine import VllmEngine
 from harness.figures import Reply
 from harness.questions import questions, system_prompt
 

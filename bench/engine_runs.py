@@ -1,4 +1,4 @@
-"""This app's engine (`engine.chat_engine.VllmEngine`, with the app's settings) serving N chats at once.
+"""This app's engine (`engine.vllm_engine.VllmEngine`, with the app's settings) serving N chats at once.
 
 The N requests are submitted together from one asyncio loop, as the app's sessions submit theirs, and
 read through the same event channel; times are the engine's own token events (`ReplyStats`).
@@ -14,8 +14,8 @@ from pathlib import Path
 from bench.workload import CONCURRENCY, DEMO, NEW_TOKENS, prompts
 from config.settings import load_settings
 from engine.api import ReplyStats, Sampling
-from engine.chat_engine import VllmEngine
 from engine.prompt import RenderedPrompt
+from engine.vllm_engine import VllmEngine
 from harness.figures import Reply, median_run, summarise
 from modelprep.source import resolve_model
 from telemetry.memory import tree_pss

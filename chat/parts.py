@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import chainlit as cl
 
 from chat.background import in_background
-from chat.reply_queue import ReplyQueue
+from chat.reply_line import ReplyLine
 from config.personas import Persona
 from config.settings import Settings
 from engine.demo_tokenizers import DemoTokenizers
@@ -31,11 +31,11 @@ log = logging.getLogger("app")
 @dataclass(frozen=True)
 class ChatApp:
     settings: Settings
-    engine: EngineService
+    engine_service: EngineService
     personas: dict[str, Persona]  # by name; the first is the default
     store: ChatStore
     knowledge: KnowledgeBase
-    queue: ReplyQueue
+    line: ReplyLine
     floor: MemoryFloor
     memory: MemoryMonitor
     demo_tokenizers: DemoTokenizers
@@ -68,10 +68,10 @@ class ChatApp:
     def start(self) -> None:
         """With the web server: load the engine and index the documents in the background, read the last year's
         days for the operator's page, forget idle conversations (`CHAT_HISTORY_DAYS`) at start and then once a day."""
-        self.engine.start()
+        self.engine_service.start()
         self.knowledge.start()
         if self.settings.operator_token or self.settings.users_file:
-            in_background(asyncio.to_thread(self.insights.history.read_ahead), "Reading the operator's days ahead")
+            in_background(asyncio.to_thread(self.insights.days.read_ahead), "Reading the operator's days ahead")
         if self.settings.history_days:
             in_background(self._forget_idle_conversations(), "Retention")
 
@@ -86,4 +86,4 @@ class ChatApp:
             await asyncio.sleep(24 * 3600)
 
     async def stop(self) -> None:
-        await asyncio.to_thread(self.engine.shutdown)
+        await asyncio.to_thread(self.engine_service.shutdown)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chat.reply_queue import ReplyQueue
+from chat.reply_line import ReplyLine
 from chat.script import in_their_script
 from config.errors import ChatError
 from config.message import Message
@@ -40,9 +40,9 @@ class Previewer:
     """The app's parts a preview uses (`chat.parts` builds it)."""
 
     settings: Settings
-    engine: EngineService
+    engine_service: EngineService
     knowledge: KnowledgeBase
-    queue: ReplyQueue
+    line: ReplyLine
     floor: MemoryFloor
     persona: Callable[[str | None], Persona]
 
@@ -51,7 +51,7 @@ class Previewer:
         persona = self.persona(persona_name)
         history = [{"role": "user", "content": question}]
         result = Preview(question, persona.name)
-        found, system_prompt, engine = None, persona.system_prompt, self.engine.current()
+        found, system_prompt, engine = None, persona.system_prompt, self.engine_service.current()
         await asyncio.to_thread(self.knowledge.ready.wait)  # the first indexing pass, as a visitor's question waits
         if self.knowledge.in_use(persona.name):
             system_prompt += RULES
@@ -74,15 +74,15 @@ class Previewer:
 
 
     async def _reply(self, system_prompt: str, history: list[Message], defaults: tuple[float, float]) -> str:
-        if not self.engine.is_ready():
+        if not self.engine_service.is_ready():
             raise ChatError("模型还在加载。The model is still loading: try again in a minute.")
-        engine = await self.engine.wait()
+        engine = await self.engine_service.wait()
         self.floor.check()
         temperature, top_p = defaults
         sampling = Sampling(temperature, top_p, self.settings.max_new_tokens, self.settings.top_k,
                             self.settings.repetition_penalty)
         text = []
-        async with self.queue.turn(_no_notice):
+        async with self.line.place(_no_notice):
             async for event in engine.reply(system_prompt, history, sampling):
                 if isinstance(event, Refused):
                     return event.message

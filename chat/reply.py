@@ -15,14 +15,14 @@ from contextlib import aclosing
 import chainlit as cl
 
 from chat import chat_options
+from chat.admission import in_line, ready_engine
 from chat.allowance import over_limit
 from chat.aside import stream_aside
 from chat.check import cite, shown
 from chat.parts import ChatApp
 from chat.script import in_script, in_their_script
-from chat.session import ChatSession, current_session, refresh_dashboard, remember_options
+from chat.session import ChatSession, current_session, refresh_stats_panel, remember_options
 from chat.stream import stored_figures, stream_message
-from chat.turn import in_line, ready_engine
 from chat.waiting import engine_with_notice, knowledge_with_notice, tell_if_unsaved
 from config.errors import ChatError, MemoryLowError
 from config.message import Message
@@ -31,9 +31,9 @@ from history.conversation import APPENDED, REPLY
 from retrieval.grounding import RULES, asks, grounded, not_covered, unanswered
 from retrieval.index import Found
 from ui import tokenize_command
-from ui.dashboard import footer
 from ui.notices import send_error
 from ui.read_aloud import speech
+from ui.stats_panel import footer
 from ui.teaching import show_prompt, show_unanswered
 
 log = logging.getLogger("app")
@@ -61,13 +61,13 @@ async def answer(app: ChatApp, message: cl.Message) -> None:
             await app.store.forget_step(thread, message.id)
             await send_error(prompt.message)
             return
-        if app.store.keep_step(thread, message.id):  # refused before, and now edited to fit
+        if app.store.store_again(thread, message.id):  # refused before, and now edited to fit
             await message.update()
         if options.teaching:
             await show_prompt(prompt, sampling, None if found is None else shown(found), session.prompt_views,
-                              app.engine.capabilities.token_view)
+                              app.engine_service.capabilities.token_view)
         async with in_line(app):  # with Compare on, both replies in one place in line
-            if options.compare and app.engine.capabilities.compare:
+            if options.compare and app.engine_service.capabilities.compare:
                 await compare_answers(app, session, engine, system_prompt, prompt, events, sampling, found)
             else:
                 await stream_answer(app, session, engine, prompt, events, sampling, found)
@@ -88,7 +88,7 @@ async def admit(app: ChatApp, session: ChatSession, message: cl.Message) -> Chat
         engine = await ready_engine(app)
     except MemoryLowError as error:
         await send_error(str(error))
-        await refresh_dashboard(session, await app.engine.wait())  # shows the low-memory warning
+        await refresh_stats_panel(session, await app.engine_service.wait())  # shows the low-memory warning
         return None
     except ChatError as error:
         await send_error(str(error))
@@ -151,7 +151,7 @@ async def stream_answer(app: ChatApp, session: ChatSession, engine: ChatEngine, 
     """The reply the conversation holds, also when stopped (never its thinking), naming the passages it drew on and
     the figures they do not hold (`found`: None with the knowledge base off). `label`: its sampling, with Compare on."""
 
-    async def check_and_keep(reply: cl.Message) -> None:
+    async def check_and_hold(reply: cl.Message) -> None:
         session.conversation.answer(reply.id, reply.content)
         session.alternatives[reply.id] = (reply, reply.content)
         if found is not None:
@@ -162,9 +162,9 @@ async def stream_answer(app: ChatApp, session: ChatSession, engine: ChatEngine, 
     question = session.conversation.turns[-1].content
     try:
         await stream_message(app, session, engine, prompt, in_script(events, question), sampling, REPLY,
-                             check_and_keep, label=label)
+                             check_and_hold, label=label)
     finally:
-        await refresh_dashboard(session, engine)
+        await refresh_stats_panel(session, engine)
 
 
 async def compare_answers(app: ChatApp, session: ChatSession, engine: ChatEngine, system_prompt: str,
@@ -190,7 +190,7 @@ async def split_into_tokens(app: ChatApp, message: cl.Message) -> None:
     thread = cl.context.session.thread_id
     await app.store.forget_step(thread, message.id)
     try:
-        engine = await engine_with_notice(app.engine)
+        engine = await engine_with_notice(app.engine_service)
     except ChatError:
         return  # the notice says why
     tokens = await asyncio.to_thread(engine.tokens, message.content)

@@ -20,8 +20,8 @@ from config.errors import ChatError
 from engine.api import ChatEngine, RenderedPrompt, ReplyStats
 from history.conversation import REPLY, SET_ASIDE, Conversation
 from ui import tokenize_command
-from ui.dashboard import Dashboard
 from ui.notices import send_error
+from ui.stats_panel import StatsPanel
 from ui.token_view import Branchable, Recent
 
 KEY = "chat"  # the session's `ChatSession` in `cl.user_session`
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 class ChatSession:
     conversation: Conversation
     options: ChatOptions
-    dashboard: Dashboard | None = None  # the live statistics sidebar, while it is on
+    stats_panel: StatsPanel | None = None  # the live statistics sidebar, while it is on
     # The replies to the latest question by id, with their text: the conversation holds one, the others can be kept.
     alternatives: dict[str, tuple[cl.Message, str]] = field(default_factory=dict)
     branchable: Recent[Branchable] = field(default_factory=Recent)  # replies' token views
@@ -59,7 +59,7 @@ class ChatSession:
         over = widget_origin() is not None or (narrow == "1" if narrow else "Mobi" in environ.get("HTTP_USER_AGENT", ""))
         return cls(conversation, replace(options, live_stats=False) if over else options, side_over_chat=over)
 
-    def keep(self, wanted: object) -> tuple[cl.Message, cl.Message] | None:
+    def hold(self, wanted: object) -> tuple[cl.Message, cl.Message] | None:
         """Make the reply `wanted` the one the conversation holds for the latest question, in place of the one it
         held (their marks swapped); the two, or None where `wanted` is not a reply to the latest question."""
         held = self.conversation.turns[-1].message_id if self.conversation.turns else None
@@ -119,20 +119,20 @@ async def _open(app: ChatApp, session: ChatSession, sidebar_later: bool = False)
     await send_settings(app, session.options)
     await cl.context.emitter.set_commands([tokenize_command.COMMAND])
     try:
-        await engine_with_notice(app.engine)
+        await engine_with_notice(app.engine_service)
     except ChatError:
         return
     await knowledge_with_notice(app.knowledge)
     if sidebar_later:
-        in_background(show_dashboard(app), "Opening a resumed chat's statistics")
+        in_background(show_stats_panel(app), "Opening a resumed chat's statistics")
     else:
-        await show_dashboard(app)
+        await show_stats_panel(app)
 
 
 async def send_settings(app: ChatApp, options: ChatOptions) -> None:
     """The settings dialog, with what the model and the engine can do."""
-    await cl.ChatSettings(chat_options.widgets(app.settings, options, app.engine.thinking_switch,
-                                               compare=app.engine.capabilities.compare)).send()
+    await cl.ChatSettings(chat_options.widgets(app.settings, options, app.engine_service.thinking_switch,
+                                               compare=app.engine_service.capabilities.compare)).send()
 
 
 async def change_options(app: ChatApp, proposed: dict) -> None:
@@ -143,7 +143,7 @@ async def change_options(app: ChatApp, proposed: dict) -> None:
     if refused:
         await send_error("\n\n".join(refused))
         await send_settings(app, session.options)
-    await show_dashboard(app)
+    await show_stats_panel(app)
 
 
 async def remember_options(app: ChatApp) -> None:
@@ -155,15 +155,15 @@ async def remember_options(app: ChatApp) -> None:
             "chat_profile": cl.user_session.get("chat_profile"), "options": asdict(current_session().options)})
 
 
-async def show_dashboard(app: ChatApp) -> None:
+async def show_stats_panel(app: ChatApp) -> None:
     """Open (or re-open) the live statistics sidebar if this session wants it, else close it."""
     session = current_session()
     if not session.options.live_stats:
-        session.dashboard = None
+        session.stats_panel = None
         await cl.ElementSidebar.set_elements([])
         return
-    session.dashboard = session.dashboard or Dashboard(app.memory_figures, app.settings.sidebar_update_seconds)
-    await session.dashboard.refresh(await app.engine.wait())
+    session.stats_panel = session.stats_panel or StatsPanel(app.memory_figures, app.settings.sidebar_update_seconds)
+    await session.stats_panel.refresh(await app.engine_service.wait())
 
 
 async def leave_closed(session: ChatSession) -> None:
@@ -173,15 +173,15 @@ async def leave_closed(session: ChatSession) -> None:
         await cl.ElementSidebar.set_elements([])
 
 
-async def open_dashboard(app: ChatApp) -> None:
+async def open_stats_panel(app: ChatApp) -> None:
     """The statistics as they are now, opened by a tap (the footer's button) whether or not they follow the replies."""
     session = current_session()
     if session is not None:
-        dashboard = session.dashboard or Dashboard(app.memory_figures, app.settings.sidebar_update_seconds)
-        dashboard.last_reply = dashboard.last_reply or session.last_reply
-        await dashboard.refresh(await app.engine.wait())
+        stats_panel = session.stats_panel or StatsPanel(app.memory_figures, app.settings.sidebar_update_seconds)
+        stats_panel.last_reply = stats_panel.last_reply or session.last_reply
+        await stats_panel.refresh(await app.engine_service.wait())
 
 
-async def refresh_dashboard(session: ChatSession, engine: ChatEngine) -> None:
-    if session.dashboard:
-        await session.dashboard.refresh(engine)
+async def refresh_stats_panel(session: ChatSession, engine: ChatEngine) -> None:
+    if session.stats_panel:
+        await session.stats_panel.refresh(engine)

@@ -29,8 +29,8 @@ from engine.api import (
 )
 from history.conversation import SET_ASIDE
 from telemetry import prometheus
-from ui.dashboard import Dashboard, footer, footer_figures
 from ui.read_aloud import speech
+from ui.stats_panel import StatsPanel, footer, footer_figures
 from ui.teaching import reply_token_view
 from ui.thought import Thought
 
@@ -53,7 +53,7 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
         await figures.send(for_id=message.id)
     try:
         await stream_into(message, engine, events, streamed, app.settings.stream_update_seconds,
-                          session.dashboard if sidebar else None)
+                          session.stats_panel if sidebar else None)
     finally:
         log_reply(session, sampling, streamed, len(session.conversation.turns) - prompt.dropped_messages, kind)
         if sidebar:
@@ -85,7 +85,7 @@ def log_reply(session: ChatSession, sampling: Sampling, streamed: Streamed, mess
              "first token %s s, %s tokens/s, %s, sidebar %s", kind, sampling.temperature, sampling.top_p,
              sampling.max_new_tokens, stats.prompt_tokens, messages, stats.generated_tokens,
              _round(stats.time_to_first_token), _round(stats.decode_tokens_per_second), stats.finish_reason,
-             "on" if session.dashboard else "off")
+             "on" if session.stats_panel else "off")
 
 
 def _round(value: float | None) -> str:
@@ -104,20 +104,20 @@ class Streamed:
 
 
 async def stream_into(reply: cl.Message, engine: ChatEngine, events: AsyncIterator[ReplyEvent],
-                      streamed: Streamed, update_seconds: float, dashboard: Dashboard | None) -> None:
+                      streamed: Streamed, update_seconds: float, stats_panel: StatsPanel | None) -> None:
     """Stream a reply's events into `reply`, its thinking (if the model thinks) into a step above it, and into
     `streamed` as they come (so also when stopped); an engine fault ends it with the fault's message. The sidebar
-    (`dashboard`, None where another reply streaming beside it has it) follows it. `update_seconds`: how long deltas
+    (`stats_panel`, None where another reply streaming beside it has it) follows it. `update_seconds`: how long deltas
     gather before the page gets them as one update."""
     thought = Thought(parent_id=reply.parent_id)  # beside the reply, in the same run
-    if dashboard:
-        dashboard.last_reply = streamed.stats
-    ticker = asyncio.create_task(dashboard.follow(engine)) if dashboard else None
+    if stats_panel:
+        stats_panel.last_reply = streamed.stats
+    ticker = asyncio.create_task(stats_panel.follow(engine)) if stats_panel else None
     try:
         async for event in events:
             streamed.stats, streamed.finished = event.stats, isinstance(event, Finished)
-            if dashboard:
-                dashboard.last_reply = streamed.stats
+            if stats_panel:
+                stats_panel.last_reply = streamed.stats
             if isinstance(event, TextDelta):
                 streamed.probabilities.extend(event.logprobs)
             if isinstance(event, TextDelta) and event.kind == "thinking":
@@ -143,5 +143,5 @@ async def stream_into(reply: cl.Message, engine: ChatEngine, events: AsyncIterat
         prometheus.record_reply(streamed.stats, streamed.failed)
         if ticker:
             ticker.cancel()
-        if dashboard:
-            dashboard.last_reply = streamed.stats
+        if stats_panel:
+            stats_panel.last_reply = streamed.stats

@@ -4,7 +4,7 @@ The app hands an engine a persona's system prompt, the conversation and the samp
 an async stream of events: first the rendered prompt (or a refusal, before anything is kept), then text
 deltas, then one `Finished` with the reply's measured statistics. Every event is an immutable value, so
 nothing mutable is shared between the engine's thread and the app's event loop. Implementations: the
-in-process vLLM engine (`engine.chat_engine`), vLLM servers elsewhere (`engine.remote_engine`) and the scripted
+in-process vLLM engine (`engine.vllm_engine`), vLLM servers elsewhere (`engine.remote_engine`) and the scripted
 fake the handler tests use (`tests/fake_engine.py`). No vLLM here: the fake runs without it.
 """
 

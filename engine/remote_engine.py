@@ -2,8 +2,8 @@
 
 The prompt is rendered here with the model's own tokenizer and chat template, as the in-process engine
 renders it, and sent as token ids to `/v1/completions`, so both paths give the model the same tokens. Each
-new reply goes to the ready replica with the fewest replies in flight. A thread checks every replica every
-`CHECK_SECONDS` (`/v1/models`, `/metrics`): a replica that stops answering is left out until it answers
+new reply goes to the ready server with the fewest replies in flight. A thread checks every server every
+`CHECK_SECONDS` (`/v1/models`, `/metrics`): a server that stops answering is left out until it answers
 again, and one that serves another model, a shorter context or another tokenizer is left out with the
 reason in the log. Leaving a reply's stream closes its connection, and vLLM aborts the request.
 Times and token counts are measured here, as the replies' events arrive.
@@ -141,10 +141,10 @@ class RemoteEngine(StreamingEngine):
         self.settings = settings
         self.tokenizer = tokenizer
         self.model_name = model.name
-        self.replicas = [Replica(url) for url in settings.engine_urls]
+        self.servers = [Replica(url) for url in settings.engine_urls]
         self._headers = _headers(settings)
         self._stopping = threading.Event()
-        self._checker = threading.Thread(target=self._check_forever, name="replica-checks", daemon=True)
+        self._checker = threading.Thread(target=self._check_forever, name="server-checks", daemon=True)
 
     @classmethod
     def load(cls, settings: Settings, model: Path) -> RemoteEngine:
@@ -153,20 +153,20 @@ class RemoteEngine(StreamingEngine):
         engine = cls(settings, model, AutoTokenizer.from_pretrained(model))
         engine._check_all()
         engine._checker.start()
-        ready = sum(replica.state.ready for replica in engine.replicas)
+        ready = sum(server.state.ready for server in engine.servers)
         log.info("Engine ready: %s on %d of %d vLLM servers, in %.1f s", engine.model_name, ready,
-                 len(engine.replicas), time.perf_counter() - started)
+                 len(engine.servers), time.perf_counter() - started)
         return engine
 
     def _check_all(self) -> None:
-        for replica in self.replicas:
-            state = check_replica(replica.url, self._headers, self.settings, self.tokenizer)
-            if state.ready != replica.state.ready or state.problem != replica.state.problem:
+        for server in self.servers:
+            state = check_replica(server.url, self._headers, self.settings, self.tokenizer)
+            if state.ready != server.state.ready or state.problem != server.state.problem:
                 if state.ready:
-                    log.info("Replica %s is ready", replica.name)
+                    log.info("Replica %s is ready", server.name)
                 else:
-                    log.warning("Replica %s is left out: %s", replica.name, state.problem)
-            replica.state = state
+                    log.warning("Replica %s is left out: %s", server.name, state.problem)
+            server.state = state
 
     def _check_forever(self) -> None:
         while not self._stopping.wait(CHECK_SECONDS):
@@ -175,34 +175,34 @@ class RemoteEngine(StreamingEngine):
     async def stream_reply(self, prompt: RenderedPrompt, sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
         """The reply from the least busy server that is ready, the next one where a server is found unreachable
         before it said anything."""
-        for _ in self.replicas:
-            replica = self._pick()
-            replica.in_flight += 1
+        for _ in self.servers:
+            server = self._pick()
+            server.in_flight += 1
             try:
-                async with aclosing(self._stream(replica, prompt, sampling)) as events:
+                async with aclosing(self._stream(server, prompt, sampling)) as events:
                     async for event in events:
                         yield event
                 return
             except _Unreachable:
                 continue
             finally:
-                replica.in_flight -= 1
+                server.in_flight -= 1
         self._pick()  # raises: none is ready now
 
     def _pick(self) -> Replica:
-        ready = [replica for replica in self.replicas if replica.state.ready]
+        ready = [server for server in self.servers if server.state.ready]
         if not ready:
             raise EngineUnavailableError("模型服务器暂时都无法连接，请稍后再问。 None of the model servers answers just now; "
                                          "please ask again in a moment (the server's log says why).")
-        return min(ready, key=lambda replica: replica.in_flight)
+        return min(ready, key=lambda server: server.in_flight)
 
-    async def _stream(self, replica: Replica, prompt: RenderedPrompt,
+    async def _stream(self, server: Replica, prompt: RenderedPrompt,
                       sampling: Sampling) -> AsyncIterator[TextDelta | Finished]:
         """The server's events as they arrive, those that arrived together as one: a reader task takes them off
         the connection while the app is busy with the last one. Leaving early cancels it, which closes the
         connection, and vLLM aborts the request."""
         channel: Channel[TextDelta | Finished] = Channel(asyncio.get_running_loop())
-        reader = asyncio.create_task(self._read(replica, prompt, sampling, channel))
+        reader = asyncio.create_task(self._read(server, prompt, sampling, channel))
         try:
             async for events in channel:
                 for event in coalesce(events):
@@ -210,9 +210,9 @@ class RemoteEngine(StreamingEngine):
         finally:
             reader.cancel()
 
-    async def _read(self, replica: Replica, prompt: RenderedPrompt, sampling: Sampling,
+    async def _read(self, server: Replica, prompt: RenderedPrompt, sampling: Sampling,
                     channel: Channel[TextDelta | Finished]) -> None:
-        body = {"model": replica.state.served, "prompt": prompt.token_ids,
+        body = {"model": server.state.served, "prompt": prompt.token_ids,
                 "max_tokens": sampling.max_new_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p,
                 "top_k": sampling.top_k or -1, "repetition_penalty": sampling.repetition_penalty,
                 "ignore_eos": sampling.ignore_eos, "stream": True, "return_token_ids": True,
@@ -220,17 +220,17 @@ class RemoteEngine(StreamingEngine):
         stats = ReplyStats(prompt_tokens=len(prompt.token_ids), started=time.perf_counter())
         try:
             async with httpx.AsyncClient(headers=self._headers, timeout=httpx.Timeout(30, read=None)) as client:
-                async with client.stream("POST", f"{replica.url}/completions", json=body) as response:
+                async with client.stream("POST", f"{server.url}/completions", json=body) as response:
                     if response.status_code != 200:
                         detail = (await response.aread()).decode(errors="replace")[:300]
-                        raise EngineUnavailableError(f"模型服务器拒绝了这个请求。 The model server {replica.name} refused "
+                        raise EngineUnavailableError(f"模型服务器拒绝了这个请求。 The model server {server.name} refused "
                                                      f"the request ({response.status_code}: {detail}).")
                     async for line in response.aiter_lines():
                         if not line.startswith("data: ") or line == "data: [DONE]":
                             continue
                         chunk = json.loads(line[6:])
                         if "error" in chunk:
-                            raise EngineUnavailableError(f"模型服务器在回答中途出错。 The model server {replica.name} "
+                            raise EngineUnavailableError(f"模型服务器在回答中途出错。 The model server {server.name} "
                                                          f"failed mid-reply: {chunk['error'].get('message')}")
                         choice = chunk["choices"][0]
                         now = time.perf_counter()
@@ -240,13 +240,13 @@ class RemoteEngine(StreamingEngine):
                                             generated_tokens=stats.generated_tokens + len(choice["token_ids"]))
                             channel.put(TextDelta(choice["text"], stats, token_ids=tuple(choice["token_ids"])))
         except httpx.ConnectError as error:
-            replica.state = ReplicaState(problem=f"it does not answer ({error})")
-            log.warning("Replica %s does not answer: %s", replica.name, error)
+            server.state = ReplicaState(problem=f"it does not answer ({error})")
+            log.warning("Replica %s does not answer: %s", server.name, error)
             channel.close(_Unreachable())
             return
         except httpx.HTTPError as error:
-            replica.state = ReplicaState(problem=f"it broke off a reply ({type(error).__name__})")
-            log.warning("Replica %s broke off a reply: %s", replica.name, error)
+            server.state = ReplicaState(problem=f"it broke off a reply ({type(error).__name__})")
+            log.warning("Replica %s broke off a reply: %s", server.name, error)
             channel.close(EngineUnavailableError("模型服务器在回答中途断开，请再问一次（会换一台服务器）。 The model server "
                                                  "stopped answering mid-reply; ask again and another server answers."))
             return
@@ -254,7 +254,7 @@ class RemoteEngine(StreamingEngine):
             channel.close(error)
             return
         except (ValueError, KeyError, IndexError) as error:
-            channel.close(EngineUnavailableError(f"模型服务器的回答无法读取。 The model server {replica.name} answered "
+            channel.close(EngineUnavailableError(f"模型服务器的回答无法读取。 The model server {server.name} answered "
                                                  f"something that is not vLLM's stream ({error})."))
             return
         channel.put(Finished(stats))
@@ -268,9 +268,9 @@ class RemoteEngine(StreamingEngine):
         return split(self.tokenizer, text)
 
     def state(self) -> EngineState:
-        servers = tuple(ServerReport(replica.name, state.ready, state.problem, replica.in_flight, state.running,
+        servers = tuple(ServerReport(server.name, state.ready, state.problem, server.in_flight, state.running,
                                      state.waiting, state.kv_cache_usage)
-                        for replica in self.replicas for state in [replica.state])
+                        for server in self.servers for state in [server.state])
         ready = [server for server in servers if server.ready]
         return EngineState(self.model_name, "remote", "remote", f"{len(ready)}/{len(servers)} servers",
                            self.settings.max_model_len, sum(server.running for server in ready),
@@ -281,7 +281,7 @@ class RemoteEngine(StreamingEngine):
         return not self._stopping.is_set()
 
     def is_ready(self) -> bool:
-        return any(replica.state.ready for replica in self.replicas)
+        return any(server.state.ready for server in self.servers)
 
     def shutdown(self) -> None:
         self._stopping.set()

@@ -7,7 +7,7 @@ there; one forward pass then checks all of them, so one read of the weights can 
 is vLLM's rejection sampler: at temperature 0 a proposed token is kept while it is the model's argmax, and above
 0 a proposal with no probabilities of its own (n-gram) is kept with the model's probability of it, otherwise the
 model's token is drawn from what remains (Leviathan et al. 2023), so every reply is drawn from the model's own
-distribution. The figures: `python -m bench.speculation`, docs/performance.md.
+distribution. The figures: `python -m bench.studies.speculation_speed`, docs/performance.md.
 
 vLLM 0.30's CPU build swaps the rejection sampler's Triton kernels for C++ ones (`cpu_model_runner.
 _postprocess_triton`), but the dispatchers that launch them kept the Triton kernels they wrapped at import, and the

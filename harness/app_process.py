@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
 import psutil
 
 from config.settings import PROJECT_ROOT
@@ -68,6 +69,21 @@ class AppProcess:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the app did not start; its log:\n{self.log()[-5000:]}")
             time.sleep(0.5)
+
+    def ready_after(self, started: float, timeout: float = 300) -> float:
+        """Seconds from `started` (a `time.perf_counter()`) until `/healthz` says ready: the engine loaded and the
+        page served."""
+        deadline = started + timeout
+        while time.perf_counter() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the app stopped; its log:\n{self.log()[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return time.perf_counter() - started
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"the app was not ready in {timeout} s; its log:\n{self.log()[-3000:]}")
 
     def _listening(self) -> bool:
         try:

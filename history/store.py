@@ -97,7 +97,7 @@ class ChatStore(SQLAlchemyDataLayer):
     async def _write(self, query: str, parameters: dict) -> int | None:
         """One write, its turn taken: done now, or kept in the backlog after the writes that wait already."""
         if self._backlog:  # nothing overtakes a write that waits
-            self._keep(query, parameters)
+            self._to_backlog(query, parameters)
             return None
         try:
             return await self._run(query, parameters)
@@ -107,12 +107,12 @@ class ChatStore(SQLAlchemyDataLayer):
                 return None
             log.error("The conversation could not be saved (%s); it is kept and written when the database "
                       "takes writes again", error.orig)
-            self._keep(query, parameters)
+            self._to_backlog(query, parameters)
         except SQLAlchemyError as error:
             log.error("A write to the conversations' database was refused and dropped: %s", error)
         return None
 
-    def _keep(self, query: str, parameters: dict) -> None:
+    def _to_backlog(self, query: str, parameters: dict) -> None:
         """Put a write in the backlog (if there is room) and make sure a task is writing it."""
         if len(self._backlog) >= MAX_BACKLOG:
             log.error("%d writes already wait for the conversations' database; this one is dropped", MAX_BACKLOG)
@@ -201,7 +201,7 @@ class ChatStore(SQLAlchemyDataLayer):
         await self.execute_sql('DELETE FROM steps WHERE "id" = :id AND "threadId" = :thread',
                                {"id": step_id, "thread": thread_id})
 
-    def keep_step(self, thread_id: str, step_id: str) -> bool:
+    def store_again(self, thread_id: str, step_id: str) -> bool:
         """A refused question was edited and taken after all: store it again from now on (True if it was refused)."""
         return self._refused_steps.pop((thread_id, step_id), 0) is None
 

@@ -13,7 +13,7 @@ import sys
 
 from config.errors import ChatError, cannot
 from history.records import configured_database
-from insights.days import History
+from insights.days import Days
 from insights.report import KINDS, Insights, as_csv, as_json
 from insights.usage import period
 from retrieval.knowledge_base import KnowledgeBase
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         personas = load_personas(settings.prompts_dir, settings.persona)
         knowledge = KnowledgeBase(settings.knowledge_index, settings.knowledge_folder,
                                   {persona.name: persona.knowledge for persona in personas})
-        figures = Insights(History(database, settings.persona), knowledge).report(
+        figures = Insights(Days(database, settings.persona), knowledge).report(
             *period(arguments.days, arguments.since, arguments.until))
     except (ChatError, sqlite3.Error) as error:
         return cannot(f"report {arguments.kind}", error)

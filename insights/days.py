@@ -42,7 +42,7 @@ class Day:
     questions: Counter[tuple[str, str]] = field(default_factory=Counter)  # (document, question): replies
 
 
-class History:
+class Days:
     """The days of the conversations' database; a chat that named no persona had `default_persona`."""
 
     def __init__(self, database: Path, default_persona: str = "-") -> None:

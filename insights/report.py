@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import date
 
-from insights.days import History
+from insights.days import Days
 from insights.documents import DocumentUse, document_use
 from insights.unanswered import COLUMNS, Unanswered, mark_answered, unanswered
 from insights.usage import DAY_COLUMNS, Usage, combined
@@ -33,14 +33,14 @@ class Insights:
     """The operator's figures of any period, from the history's days (`insights.days`) and the knowledge base as it is
     now; the searches that tell whether a new document answers a question are kept until a document changes."""
 
-    def __init__(self, history: History, knowledge: KnowledgeBase) -> None:
-        self.history, self.knowledge = history, knowledge
+    def __init__(self, days: Days, knowledge: KnowledgeBase) -> None:
+        self.days, self.knowledge = days, knowledge
         self._documents: dict[str, tuple[str, float]] = {}  # the documents the searches below were made in
         self._found: dict[tuple[str, str], list[Found]] = {}  # (question, persona): the best passage
 
     def report(self, since: date, until: date) -> Report:
         """Unanswered questions are searched again in the folders of the persona they were asked."""
-        days = self.history.days(since, until)
+        days = self.days.days(since, until)
         documents = self.knowledge.index.documents(self.knowledge.all_folders())
         groups = unanswered([asked for day in days.values() for asked in day.asked], documents)
         if documents != self._documents:

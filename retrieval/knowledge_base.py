@@ -1,5 +1,7 @@
 """The app's knowledge base: which folders each persona answers from, indexed once at start on a thread of its own
-and kept in step with the disk every `RESCAN_SECONDS`, and the search a reply makes.
+and kept in step with the disk as it changes (the folders watched by watchfiles: a file copied in is indexed within a
+second), and again every `RESCAN_SECONDS` for the disks that send no events (network shares); and the search a reply
+makes.
 
 Every persona uses the operators' folder (`CHAT_KNOWLEDGE_DIR`); a persona's file may add folders of its own
 (`knowledge = ["knowledge"]`). Indexing never stops the app: a file that cannot be read is logged and skipped, and
@@ -16,9 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import watchfiles
+
 from config.message import Message
 from retrieval.grounding import focused, search_for, within
 from retrieval.index import Found, KnowledgeIndex
+from retrieval.reading import SUFFIXES
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +71,21 @@ class KnowledgeBase:
         self.sync_all(first=True)
         self.ready.set()
         while True:
-            time.sleep(RESCAN_SECONDS)
-            self.sync_all(first=False)
+            watched = self._existing_folders()
+            if not watched:
+                time.sleep(RESCAN_SECONDS)
+                self.sync_all(first=False)
+                continue
+            # A change to a document, or RESCAN_SECONDS without one, brings a pass; a folder made or removed
+            # meanwhile starts the watch again over the folders there are.
+            for _ in watchfiles.watch(*watched, watch_filter=_document, debounce=300, yield_on_timeout=True,
+                                      rust_timeout=int(RESCAN_SECONDS * 1000), raise_interrupt=False):
+                self.sync_all(first=False)
+                if self._existing_folders() != watched:
+                    break
+
+    def _existing_folders(self) -> list[Path]:
+        return [folder for folder in self.all_folders() if folder.is_dir()]
 
     def sync_all(self, first: bool) -> None:
         """Bring the index in step with every folder (also called after the operator's page changed a document, so
@@ -115,3 +133,8 @@ class KnowledgeBase:
         found = self.index.search(search.text, folders, TOP_K, search.documents)
         found = [passage for passage in found if passage.score >= RELATIVE_FLOOR * found[0].score]
         return within(focused(found, history[-1]["content"]), budget, length)
+
+
+def _document(change: watchfiles.Change, path: str) -> bool:
+    """A change the index cares about: to a file of a format it reads (or a folder, which may hold some)."""
+    return Path(path).suffix.lower() in SUFFIXES or not Path(path).suffix

@@ -50,7 +50,7 @@ if [[ ${1:-} == test ]]; then
         apt_install chromium fonts-noto-cjk libtcmalloc-minimal4 strace systemd
     fi
     "$venv/bin/python" -m modelprep --demo demo-0.5b  # the tests' demo model
-    "$venv/bin/python" -m modelprep --demo demo-1.5b  # for one end-to-end test and bench.demos
+    "$venv/bin/python" -m modelprep --demo demo-1.5b  # for one end-to-end test and bench.studies.demos
     "$venv/bin/python" -m deploy.wheelhouse
 else
     # Only with a new .venv: later runs, and an install from the offline bundle, never reach for apt.

@@ -61,7 +61,7 @@ def tiny_tokenizer(tiny_model_dir: Path):
 @pytest.fixture(scope="session")
 def engine(tiny_model_dir: Path):
     from config.settings import load_settings
-    from engine.chat_engine import VllmEngine
+    from engine.vllm_engine import VllmEngine
 
     settings = load_settings({"CHAT_MODEL": str(tiny_model_dir), "CHAT_KV_CACHE_GIB": "1",
                               "CHAT_MAX_MODEL_LEN": "2048"})

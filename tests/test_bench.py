@@ -45,7 +45,7 @@ def test_the_quick_benchmark_measures_every_system_and_writes_its_report(tiny_mo
 def test_the_soak_counts_replies_and_reads_each_processs_memory_over_time(tmp_path):
     """Half a minute of the soak on the scripted engine (the command's machinery; its figures are the real app's)."""
     out = tmp_path / "soak.json"
-    done = subprocess.run([sys.executable, "-m", "bench.soak", "--engine", "fake", "--minutes", "0.5", "--every", "5",
+    done = subprocess.run([sys.executable, "-m", "bench.studies.soak", "--engine", "fake", "--minutes", "0.5", "--every", "5",
                            "--visitors", "3", "--out", str(out)], cwd=PROJECT_ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]

@@ -37,10 +37,10 @@ def settings_in(folder: Path, **values: str):
 def test_the_parts_are_built_from_settings_and_the_engine_handed_in(tmp_path):
     settings = settings_in(tmp_path, CHAT_MAX_CONCURRENT_REPLIES="3")
     app, logins = build_app(settings, EngineService(settings, FAKE))
-    assert app.engine.model == Path("scripted-fake") and app.engine.capabilities.compare
+    assert app.engine_service.model == Path("scripted-fake") and app.engine_service.capabilities.compare
     assert next(iter(app.personas)) == settings.persona and app.persona(None) is app.persona(settings.persona)
     assert [profile.name for profile in app.profiles()] == list(app.personas)
-    assert app.queue.limit == 3 and logins is None and settings.database.is_file()
+    assert app.line.limit == 3 and logins is None and settings.database.is_file()
 
 
 def test_a_context_too_short_for_any_persona_stops_the_build_with_what_to_set(tmp_path):
@@ -79,13 +79,13 @@ def test_keep_swaps_the_reply_the_conversation_holds_and_their_marks():
     other = SimpleNamespace(id="r2", metadata={SET_ASIDE: {"ttft_s": 0.2, "branch_from": 3}})
     session.conversation.answer("r1", "600米")
     session.alternatives = {"r1": (held, "600米"), "r2": (other, "六百米")}
-    assert session.keep("r2") == (other, held)
+    assert session.hold("r2") == (other, held)
     assert session.conversation.messages()[-1]["content"] == "六百米"
     assert other.metadata == {REPLY: {"ttft_s": 0.2, "branch_from": 3}} and held.metadata == {SET_ASIDE: {"ttft_s": 0.1}}
-    assert session.keep("r1") == (held, other) and session.conversation.turns[-1].message_id == "r1"
-    assert session.keep("r9") is None and session.keep(["r1"]) is None
+    assert session.hold("r1") == (held, other) and session.conversation.turns[-1].message_id == "r1"
+    assert session.hold("r9") is None and session.hold(["r1"]) is None
     session.conversation.ask("q2", "还有呢？")  # a newer question: the replies to the last one can no longer be kept
-    assert session.keep("r2") is None
+    assert session.hold("r2") is None
 
 
 async def test_a_task_in_the_background_is_kept_and_its_failure_logged(caplog):

@@ -256,7 +256,7 @@ def test_the_export_command_writes_markdown_and_json_in_order_with_chinese_intac
 
 
 def test_the_storage_benchmark_measures_loop_time_and_size(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "bench.history", "--messages", "40", "--out", str(tmp_path / "h.json")],
+    done = subprocess.run([sys.executable, "-m", "bench.studies.storage_cost", "--messages", "40", "--out", str(tmp_path / "h.json")],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     result = json.loads((tmp_path / "h.json").read_text())

@@ -16,7 +16,7 @@ import socketio
 
 from harness.browser import wait_until
 from harness.visitor import ChatClient, chat
-from insights.days import History
+from insights.days import Days
 from tests.conftest import ARTIFACTS, RunningApp
 from web.accounts import UsersFile
 
@@ -75,8 +75,8 @@ async def test_without_logins_conversations_are_kept_for_the_operator_only(tiny_
         assert httpx.get(f"{app.url}/project/thread/{thread}").status_code in (401, 403)
         # What the operator counts of it (`python -m insights usage`): the reply's figures were stored with it.
         days = date.today() - timedelta(days=1), date.today() + timedelta(days=1)  # also if midnight falls meanwhile
-        assert wait_until(lambda: History(tmp_path / "chat.db").usage(*days).total.tokens_out > 0)
-        figures = History(tmp_path / "chat.db").usage(*days)
+        assert wait_until(lambda: Days(tmp_path / "chat.db").usage(*days).total.tokens_out > 0)
+        figures = Days(tmp_path / "chat.db").usage(*days)
         assert (figures.total.questions, figures.total.chats, figures.total.users) == (1, 1, 0)
         assert 0 < figures.total.tokens_out <= 16 and figures.total.tokens_in > 5 and figures.total.stopped == 0
         assert 0 < figures.first_token_s["p50"] <= figures.reply_s["p50"]

@@ -131,3 +131,24 @@ def test_the_index_is_a_file_in_the_state_folder_listing_each_document(knowledge
     with sqlite3.connect(knowledge_app.state / "knowledge.db") as index:
         names = {Path(path).name for (path,) in index.execute("SELECT path FROM documents WHERE problem = ''")}
     assert {"访客手册.md", "广州塔.md", "陈家祠.md"} <= names and "坏文件.pdf" not in names
+
+
+def test_a_document_copied_in_while_the_app_runs_is_indexed_at_once(tmp_path):
+    """The folders are watched: a file copied in is searched within seconds, not at the next rescan (every
+    `RESCAN_SECONDS`, which stays for disks that send no events)."""
+    import time
+
+    from retrieval.knowledge_base import RESCAN_SECONDS, KnowledgeBase
+
+    operators = tmp_path / "operators"
+    operators.mkdir()
+    knowledge = KnowledgeBase(tmp_path / "index.db", operators, {"tour_guide": ()})
+    knowledge.start()
+    assert knowledge.ready.wait(60)
+    time.sleep(1)  # the watch starts after the first pass
+    copied = time.monotonic()
+    (operators / "塔.md").write_text("# 广州塔\n\n广州塔高600米，位于海珠区，是这份测试文档的内容。", encoding="utf-8")
+    while not knowledge.index.names([operators]) and time.monotonic() - copied < 2 * RESCAN_SECONDS:
+        time.sleep(0.1)
+    assert knowledge.index.names([operators]), "not indexed at all"
+    assert time.monotonic() - copied < RESCAN_SECONDS / 2, "indexed only at the rescan"

@@ -89,6 +89,21 @@ def test_no_module_imports_itself_through_others():
     assert not circles, circles[0]
 
 
+def test_every_folder_of_code_has_a_rule():
+    folders = {path.relative_to(ROOT).parts[0] for path in ROOT.glob("*/**/*.py")
+               if not path.relative_to(ROOT).parts[0].startswith((".", "_")) and "node_modules" not in path.parts}
+    assert folders - {"tests"} <= set(MAY_IMPORT), folders - set(MAY_IMPORT)
+
+
+def test_no_two_modules_share_a_name():
+    """A name says which module it is: `bench/operator.py` beside `web/operator.py` sent readers to the wrong one."""
+    seen: dict[str, list[str]] = {}
+    for name in modules():
+        if name.split(".")[-1] not in {"__main__"} and "." in name:
+            seen.setdefault(name.split(".")[-1], []).append(name)
+    assert not {stem: names for stem, names in seen.items() if len(names) > 1}
+
+
 def test_the_architecture_page_and_the_packages_name_the_folders_as_the_rule_does():
     """docs/architecture.md's table says what each folder may import, as `MAY_IMPORT` does; pyproject.toml installs
     every folder of code."""

@@ -58,7 +58,7 @@ def test_guard_refuses_new_replies_while_memory_is_low_and_resumes_by_itself():
 
 def test_sidebar_shows_the_warning_when_memory_is_low():
     from telemetry.memory import memory_figures
-    from ui.dashboard import panel_props
+    from ui.stats_panel import panel_props
 
     engine = EngineState("m", "int8", "bfloat16", "auto", 4096, running=1, waiting=2, kv_cache_usage=0.25)
     floor = MemoryFloor(2 * GIB)

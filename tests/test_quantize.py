@@ -61,7 +61,7 @@ def test_an_output_head_of_its_own_becomes_int8_and_vllm_serves_it(tmp_path):
         assert int8.get_tensor("model.embed_tokens.weight").dtype == torch.bfloat16
     settings = json.loads((out / "config.json").read_text())["quantization_config"]
     assert settings["ignore"] == [] and "re:.*lm_head" in settings["config_groups"]["group_0"]["targets"]
-    done = subprocess.run([sys.executable, "-m", "bench.quality", "--quick", "--model", str(source), "--int8", str(out),
+    done = subprocess.run([sys.executable, "-m", "bench.studies.quality", "--quick", "--model", str(source), "--int8", str(out),
                            "--out", str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((tmp_path / "quality.json").read_text())
@@ -101,7 +101,7 @@ def test_chat_weights_int8_quantises_once_in_the_set_up_and_the_app_finds_it(tin
 
 def test_int8_tracks_16_bit_in_the_engine(tiny_model_dir, tmp_path):
     """The quality command's quick mode on the tiny model: perplexity and every token's log-probability."""
-    done = subprocess.run([sys.executable, "-m", "bench.quality", "--quick", "--model", str(tiny_model_dir), "--out",
+    done = subprocess.run([sys.executable, "-m", "bench.studies.quality", "--quick", "--model", str(tiny_model_dir), "--out",
                            str(tmp_path)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((tmp_path / "quality.json").read_text())
@@ -125,8 +125,8 @@ def served_4bit(model: str) -> dict:
     from vllm.inputs import TokensPrompt
 
     from config.settings import load_settings
-    from engine.chat_engine import engine_options
     from engine.prompt import render_prompt
+    from engine.vllm_engine import engine_options
 
     llm = LLM(**engine_options(load_settings(), Path(model)))
     paths = llm.apply_model(lambda network: sorted({module.use_w4a8 for module in network.modules()

@@ -47,7 +47,7 @@ def test_the_settings_name_what_they_take():
 def test_the_sidebar_shows_the_share_of_proposed_tokens_the_model_kept():
     from engine.api import EngineState
     from telemetry.memory import MemoryFloor, MemoryReading, memory_figures
-    from ui.dashboard import panel_props
+    from ui.stats_panel import panel_props
 
     engine = EngineState("m", "int8", "bfloat16", "auto", 4096, proposed=40, accepted=30)
     props = panel_props(engine, memory_figures(MemoryReading(1, 2, 3, 4), MemoryFloor(0)), None, streaming=False)
@@ -64,7 +64,7 @@ def repeater(tmp_path_factory):
 
 
 def _engine(folder, speculation: str):
-    from engine.chat_engine import VllmEngine
+    from engine.vllm_engine import VllmEngine
 
     # Proposals at every batch size: the draws below run eight at a time.
     return VllmEngine.load(load_settings({"CHAT_MODEL": str(folder), "CHAT_KV_CACHE_GIB": "1",

@@ -107,7 +107,7 @@ async def test_the_real_engine_splits_a_thinking_models_reply(thinker):
     """vLLM runs the tiny Qwen3 thinker: its thinking comes as thinking deltas, its answer as answer deltas, and
     with thinking off the template's empty think block goes in the prompt and nothing is parsed."""
     from config.settings import load_settings
-    from engine.chat_engine import VllmEngine
+    from engine.vllm_engine import VllmEngine
 
     folder, _, script = thinker
     settings = load_settings({"CHAT_MODEL": str(folder), "CHAT_KV_CACHE_GIB": "1", "CHAT_MAX_MODEL_LEN": "2048"})

@@ -18,7 +18,7 @@ from config.errors import HistoryError
 from history.conversation import REPLY
 from history.schema import open_database
 from insights.__main__ import main
-from insights.days import History
+from insights.days import Days
 from insights.documents import DocumentUse
 from insights.report import Report, as_csv, as_json
 from insights.unanswered import Unanswered
@@ -73,7 +73,7 @@ def database(tmp_path):
 
 
 def test_the_figures_of_a_period_on_local_days(database, shanghai):
-    figures = History(database).usage(date(2026, 12, 1), date(2026, 12, 4))
+    figures = Days(database).usage(date(2026, 12, 1), date(2026, 12, 4))
     assert list(figures.days) == ["2026-12-01", "2026-12-02", "2026-12-03"]
     day1, day2, day3 = figures.days.values()
     assert (day1.questions, day2.questions, day3.questions) == (0, 4, 0)  # 17:30 UTC is 01:30 the next day there
@@ -129,7 +129,7 @@ def test_the_command_writes_csv_and_json(database, shanghai, monkeypatch, capsys
 
 
 def test_an_ended_day_is_read_once_and_again_when_its_steps_or_feedback_change(database, shanghai):
-    history, day = History(database), (date(2026, 12, 2), date(2026, 12, 3))
+    history, day = Days(database), (date(2026, 12, 2), date(2026, 12, 3))
 
     def figures(today: date):
         return combined({day: figures.usage for day, figures in history.days(*day, today).items()}).total

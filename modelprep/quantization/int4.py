@@ -4,7 +4,7 @@ int4_kernel`); `python -m modelprep.quantization --weights int4 SOURCE OUT` make
 Intel's AutoRound (SignRound: each decoder block's rounding and scales tuned on calibration text so that the
 block's output stays close to the original's) makes the decoder's linear layers 4-bit, symmetric, one scale per
 128 weights, in the `compressed-tensors` pack-quantized layout vLLM loads. The calibration text is the
-project's own writing, Chinese and English (`knowledge/` and `docs/`), never the held-out text `bench.quality`
+project's own writing, Chinese and English (`knowledge/` and `docs/`), never the held-out text `bench.studies.quality`
 measures on. An output head of its own (untied, as in Qwen2.5-7B) becomes int8 as `modelprep.quantization`
 makes it: 4 bits cost it much more than the rest (docs/design-figures.md); a tied head stays 16-bit with the embeddings it shares. Knows nothing of the app.
 """

@@ -4,13 +4,13 @@ import asyncio
 
 import pytest
 
-from chat.reply_queue import ReplyQueue
+from chat.reply_line import ReplyLine
 
 pytestmark = pytest.mark.fast
 
 
 async def test_limit_and_order_and_places():
-    queue = ReplyQueue(limit=2)
+    line = ReplyLine(limit=2)
     order, places = [], {}
     release = asyncio.Event()
 
@@ -18,21 +18,21 @@ async def test_limit_and_order_and_places():
         async def show(place):
             places.setdefault(name, []).append(place)
 
-        async with queue.turn(show):
+        async with line.place(show):
             order.append(name)
             await release.wait()
 
     tasks = [asyncio.create_task(reply(name)) for name in "abcde"]
     await asyncio.sleep(0.1)
-    assert order == ["a", "b"] and queue.running == 2 and queue.waiting == 3
+    assert order == ["a", "b"] and line.running == 2 and line.waiting == 3
     assert places == {"c": [1], "d": [2], "e": [3]}
     release.set()
     await asyncio.gather(*tasks)
-    assert order == list("abcde") and queue.running == 0 and queue.waiting == 0
+    assert order == list("abcde") and line.running == 0 and line.waiting == 0
 
 
 async def test_places_move_up_as_the_line_moves():
-    queue = ReplyQueue(limit=1)
+    line = ReplyLine(limit=1)
     finish = {name: asyncio.Event() for name in "abc"}
     places = []
 
@@ -41,7 +41,7 @@ async def test_places_move_up_as_the_line_moves():
             if show:
                 places.append(place)
 
-        async with queue.turn(record):
+        async with line.place(record):
             await finish[name].wait()
 
     tasks = [asyncio.create_task(reply("a")), asyncio.create_task(reply("b")), asyncio.create_task(reply("c", True))]
@@ -55,11 +55,11 @@ async def test_places_move_up_as_the_line_moves():
 
 
 async def test_a_cancelled_wait_leaves_the_line_and_loses_no_place():
-    queue = ReplyQueue(limit=1)
+    line = ReplyLine(limit=1)
     hold = asyncio.Event()
 
     async def reply():
-        async with queue.turn(lambda place: asyncio.sleep(0)):
+        async with line.place(lambda place: asyncio.sleep(0)):
             await hold.wait()
 
     first = asyncio.create_task(reply())
@@ -67,9 +67,9 @@ async def test_a_cancelled_wait_leaves_the_line_and_loses_no_place():
     await asyncio.sleep(0.1)
     waiting.cancel()  # a stop button or a closed tab while waiting
     await asyncio.sleep(0.1)
-    assert queue.waiting == 0 and queue.running == 1
+    assert line.waiting == 0 and line.running == 1
     hold.set()
     await first
-    assert queue.running == 0
-    async with queue.turn(lambda place: asyncio.sleep(0)):  # the place is free again at once
-        assert queue.running == 1
+    assert line.running == 0
+    async with line.place(lambda place: asyncio.sleep(0)):  # the place is free again at once
+        assert line.running == 1

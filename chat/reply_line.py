@@ -1,4 +1,4 @@
-"""How many replies generate at once, and who waits: a first-come, first-served queue.
+"""How many replies generate at once, and who waits: a first-come, first-served line.
 
 vLLM batches every running request, so more replies at once raise total throughput but slow each
 one; past `limit`, a reply waits for a free place instead, and learns its place in the line whenever it
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 PLACE_CHECK_INTERVAL = 0.5  # seconds between checks of a waiting reply's place in the line
 
 
-class ReplyQueue:
+class ReplyLine:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.running = 0
@@ -25,7 +25,7 @@ class ReplyQueue:
         return len(self._line)
 
     @contextlib.asynccontextmanager
-    async def turn(self, show_place: Callable[[int], Awaitable[None]]) -> AsyncIterator[None]:
+    async def place(self, show_place: Callable[[int], Awaitable[None]]) -> AsyncIterator[None]:
         """Hold one of the `limit` places for the body; meanwhile call `show_place(n)` (1 = next) on changes."""
         if self.running < self.limit and not self._line:
             self.running += 1

@@ -1,4 +1,4 @@
-"""Load: eight chats at once, three turns each, in real browser sessions against `chainlit run` on the
+"""Many chats: eight at once, three turns each, in real browser sessions against `chainlit run` on the
 tiny model. Every reply completes in its own session, the log stays clean, memory comes back.
 
 Also measures aggregate decode throughput through the whole UI path for 1, 4 and 8 chats at once

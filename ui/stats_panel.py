@@ -1,7 +1,7 @@
 """The live statistics of a chat: the sidebar (`public/elements/StatsPanel.jsx`) and the footer under
 each reply (`public/elements/ReplyFooter.jsx`).
 
-`panel_props` turns measured figures into the sidebar's props (rounding only); `Dashboard` owns one
+`panel_props` turns measured figures into the sidebar's props (rounding only); `StatsPanel` owns one
 session's sidebar element and refreshes it. Measuring is not its job: memory comes in MiB from the chat
 (`telemetry.memory.memory_figures`), the model and its scheduler from the engine's `EngineState`, reply timing from
 the `ReplyStats` of the reply's events.
@@ -61,7 +61,7 @@ TITLE = "运行状态 Live stats"
 SHOW = "show_stats"  # the footer's button that opens the sidebar (an action callback)
 
 
-class Dashboard:
+class StatsPanel:
     """One session's sidebar. `refresh` re-measures and re-sends it; `follow` does so while a reply streams,
     showing `last_reply`, which the reply's handler sets from each event (both on Chainlit's loop)."""
 

@@ -1,4 +1,4 @@
-"""`python -m bench.operator [--questions 100000]`: the operator's page on a year of a busy site's history, measured.
+"""`python -m bench.studies.operator_year [--questions 100000]`: the operator's page on a year of a busy site's history, measured.
 
 Writes N generated questions with their replies into a fresh history, spread over the last 365 days (daytime hours,
 threads of five turns, 200 logged-in users, three personas' worth of questions): most drew on a passage of the guide
@@ -156,7 +156,7 @@ def while_loading(url: str, pause: float, tag: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.operator", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.operator_year", description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=100_000)
     parser.add_argument("--model", default=DEMO)
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "operator.json")

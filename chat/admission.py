@@ -32,12 +32,12 @@ def claim_chat() -> bool:
 async def ready_engine(app: ChatApp) -> ChatEngine:
     """The engine, once loaded (a notice says so meanwhile), if the machine has the memory for a new generation;
     raises `ChatError` with the message to show otherwise."""
-    engine = await engine_with_notice(app.engine)
+    engine = await engine_with_notice(app.engine_service)
     app.floor.check()
     return engine
 
 
-async def button_turn(app: ChatApp, chosen: object) -> ChatEngine | None:
+async def admit_button(app: ChatApp, chosen: object) -> ChatEngine | None:
     """The engine for a button's generation, or None once the visitor is told why not: what the button chose
     (`chosen`) is no longer kept, another generation of this chat runs, or the engine or the memory is not there."""
     if chosen is None:
@@ -58,7 +58,7 @@ async def in_line(app: ChatApp) -> AsyncIterator[None]:
     """One place in the line of generations (`CHAT_MAX_CONCURRENT_REPLIES`), the visitor told their place meanwhile."""
     notice = QueueNotice()
     try:
-        async with app.queue.turn(notice.show):
+        async with app.line.place(notice.show):
             await notice.remove()
             yield
     finally:

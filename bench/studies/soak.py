@@ -1,4 +1,4 @@
-"""`python -m bench.soak [--minutes 30] [--visitors 8]`: a day at a scenic area, compressed: does the app's memory
+"""`python -m bench.studies.soak [--minutes 30] [--visitors 8]`: a day at a scenic area, compressed: does the app's memory
 settle?
 
 Starts the real app (`chainlit run app.py`, the demo model unless `--model`; knowledge on, logins on as at a client
@@ -31,7 +31,7 @@ import httpx
 import psutil
 import socketio
 
-from bench.operator import ASPECTS, SIGHTS
+from bench.studies.operator_year import ASPECTS, SIGHTS
 from bench.workload import DEMO
 from config.settings import PROJECT_ROOT
 from harness.app_process import AppProcess
@@ -136,7 +136,7 @@ async def soak(app: AppProcess, visitors: int, minutes: float, every: float, tim
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.soak", description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--visitors", type=int, default=8)
     parser.add_argument("--every", type=float, default=30, help="seconds between memory readings")

@@ -1,7 +1,7 @@
-"""`python -m bench.demos`: the two bundled demo models side by side, to choose the one a demo audience sees.
+"""`python -m bench.studies.demos`: the two bundled demo models side by side, to choose the one a demo audience sees.
 
 Each model in the weights the app serves it in on this CPU (`CHAT_WEIGHTS=auto`), each measurement in a fresh
-process: perplexity on `bench/heldout.txt` and greedy answers to the tour guide's questions (`bench.quality`'s
+process: perplexity on `bench/heldout.txt` and greedy answers to the tour guide's questions (`bench.studies.quality`'s
 measurement), and this app's engine writing 128 tokens for one chat and for 8 at once (`bench.engine_runs`,
 `--repeats` runs, the median kept). Writes `docs/benchmark/demos.json` and `demos.md`. The set-up prepares both
 models (`./test.sh`; or `python -m modelprep --demo demo-1.5b`).
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from bench.isolate import run_isolated
-from bench.quality import QUESTIONS, perplexity
+from bench.studies.quality import QUESTIONS, perplexity
 from config.settings import PROJECT_ROOT, load_settings
 from modelprep.demo import DEMOS
 from modelprep.source import resolve_model
@@ -26,7 +26,7 @@ def measure(name: str, repeats: int) -> dict:
     settings = load_settings()
     folder = resolve_model(name, settings.cache_dir, prepare=False, weights=settings.weights)
     print(f"==> {name}: perplexity and answers, then 1 and 8 chats", flush=True)
-    quality = run_isolated("bench.quality:score", model=str(folder), quick=False)
+    quality = run_isolated("bench.studies.quality:score", model=str(folder), quick=False)
     speed = run_isolated("bench.engine_runs:run", model=str(folder), concurrency=CHATS, repeats=repeats)
     every = [value for values in quality["logprobs"].values() for value in values]
     return {"folder": folder.name, "weights": speed["weights"], "memory_gib": round(speed["memory_bytes"] / 1024**3, 2),
@@ -52,7 +52,7 @@ def markdown(results: dict[str, dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.demos", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.demos", description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "demos.json")
     arguments = parser.parse_args()

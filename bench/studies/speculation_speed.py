@@ -1,4 +1,4 @@
-"""`python -m bench.speculation`: what prompt-lookup speculation (`CHAT_SPECULATION`, `engine.speculation`) gives a
+"""`python -m bench.studies.speculation_speed`: what prompt-lookup speculation (`CHAT_SPECULATION`, `engine.speculation`) gives a
 visitor, against the app without it and against llama.cpp's own server, in one run on one machine.
 
 Systems, one after another: the app with `CHAT_SPECULATION=off`, the app with `ngram` (both through their sockets,

@@ -1,4 +1,4 @@
-"""`python -m bench.history [--messages N]`: what storing conversations costs the web server, measured.
+"""`python -m bench.studies.storage_cost [--messages N]`: what storing conversations costs the web server, measured.
 
 Saves N messages (questions and replies of chat-like length, in turns, in threads of 20) through the app's
 data layer (`history.store.ChatStore`, Chainlit's SQLAlchemy layer on SQLite) on a fresh database, one
@@ -62,7 +62,7 @@ async def measure(database: Path, count: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.history", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.storage_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "docs" / "benchmark" / "history.json")
     arguments = parser.parse_args()

@@ -1,4 +1,4 @@
-"""`python -m bench.quality [--quick] [--int4 FOLDER]`: what int8 (and 4-bit) weights cost in quality, measured by the engine itself.
+"""`python -m bench.studies.quality [--quick] [--int4 FOLDER]`: what int8 (and 4-bit) weights cost in quality, measured by the engine itself.
 
 Perplexity of each model on `bench/heldout.txt` (Chinese and English prose written for this project,
 never seen in training), from the log-probabilities vLLM gives every token of a prompt, in windows of
@@ -44,8 +44,8 @@ def score(model: str, quick: bool) -> dict:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    from engine.chat_engine import engine_options
     from engine.prompt import render_prompt
+    from engine.vllm_engine import engine_options
     from harness.questions import system_prompt
 
     settings = load_settings()
@@ -110,7 +110,7 @@ def markdown(result: dict, names: dict[str, str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.quality", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="600 characters of each language, two short answers")
     parser.add_argument("--model", type=Path, help="16-bit model folder (default: the demo model)")
     parser.add_argument("--int8", type=Path, help="its int8 folder (default: the demo's, or quantised on the spot)")
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = tempfile.TemporaryDirectory()
     model, int8 = model_pair(arguments.model, arguments.int8, Path(scratch.name))
     folders = {"original": model, "int8": int8, **({"int4": arguments.int4} if arguments.int4 else {})}
-    runs = {name: run_isolated("bench.quality:score", model=str(folder), quick=arguments.quick)
+    runs = {name: run_isolated("bench.studies.quality:score", model=str(folder), quick=arguments.quick)
             for name, folder in folders.items()}
     result = report(runs, QUESTIONS)
     arguments.out.mkdir(parents=True, exist_ok=True)
