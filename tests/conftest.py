@@ -1,5 +1,5 @@
 """Shared fixtures: the tiny model (built once per run), one real engine, one running app, one browser; and
-each test's tier.
+each test's tier. The helpers tests share are in `tests/support.py`.
 
 Everything expensive is session-scoped and shared. Nothing here downloads anything.
 """
@@ -11,13 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.app_process import AppProcess
 from harness.browser import launch_chromium
+from tests.support import ARTIFACTS, GUIDE, RunningApp
 from tests.tiny_model import build_tiny_qwen
-from web.accounts import UsersFile
-
-ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "test-artifacts"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -70,43 +66,6 @@ def engine(tiny_model_dir: Path):
     chat_engine.shutdown()
 
 
-def smaps_rollup_pss(pid: int) -> int:
-    """The kernel's own PSS figure for one process, in bytes."""
-    for line in open(f"/proc/{pid}/smaps_rollup"):
-        if line.startswith("Pss:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"no Pss line for process {pid}")
-
-
-class RunningApp(AppProcess):
-    """The app on a test model, with a 1 GiB KV cache unless a test says otherwise."""
-
-    def __init__(self, model: Path | str, log_path: Path, **env: str) -> None:
-        super().__init__(model, log_path, **{"CHAT_KV_CACHE_GIB": "1", **env})
-
-
-class FakeApp(AppProcess):
-    """The real app on the scripted engine of `tests/fake_engine.py` (`tests/fake_app.py`): no vLLM, no model,
-    ready in seconds."""
-
-    def __init__(self, log_path: Path, host: str = "127.0.0.1", **env: str) -> None:
-        super().__init__("", log_path, command="tests.fake_app", host=host, **env)
-
-
-def operators_site(state: Path, log_name: str, **env: str) -> FakeApp:
-    """The real app on the scripted engine with logins (alice an operator, bob a visitor, each's password NAME-password)
-    and the operators' documents in `state`/documents, started; `running.state` is `state`."""
-    (state / "documents").mkdir()
-    users = UsersFile(state / "users.json")
-    users.set_password("alice", "alice-password", operator=True)
-    users.set_password("bob", "bob-password")
-    running = FakeApp(ARTIFACTS / log_name, CHAT_STATE_DIR=str(state), CHAT_USERS_FILE=str(state / "users.json"),
-                      CHAT_KNOWLEDGE_DIR=str(state / "documents"), CHAT_MAX_NEW_TOKENS="60", **env)
-    running.wait_until_ready(timeout=60)
-    running.state = state
-    return running
-
-
 @pytest.fixture(scope="session")
 def app(paced_model_dir: Path) -> Iterator[RunningApp]:
     ARTIFACTS.mkdir(exist_ok=True)
@@ -131,3 +90,14 @@ def browser(playwright_driver):
     chromium = launch_chromium(playwright_driver)
     yield chromium
     chromium.close()
+
+
+@pytest.fixture
+def index(tmp_path):
+    """The guide (`knowledge/`) indexed in a fresh file."""
+    from retrieval.index import KnowledgeIndex
+
+    index = KnowledgeIndex(tmp_path / "knowledge.db")
+    report = index.sync(GUIDE)
+    assert report.files >= 40 and report.skipped == 0 and report.passages >= report.files
+    return index

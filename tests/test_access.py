@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.browser import record_socket, wait_for_chat
 from harness.visitor import ChatClient, chat
-from tests.conftest import ARTIFACTS, RunningApp
+from tests.support import ARTIFACTS, RunningApp, users_file
 from web.accounts import UsersFile
 from web.auth import LOCKED_OUT
 
@@ -31,9 +31,7 @@ LOCKOUT_SECONDS = 4
 @pytest.fixture(scope="module")
 def secured(tiny_model_dir, tmp_path_factory):
     state = tmp_path_factory.mktemp("state")
-    users = UsersFile(state / "users.json")
-    for name, password in PASSWORDS.items():
-        users.set_password(name, password)
+    users = UsersFile(users_file(state, PASSWORDS))
     ARTIFACTS.mkdir(exist_ok=True)
     app = RunningApp(tiny_model_dir, ARTIFACTS / "app-logins.log", CHAT_STATE_DIR=str(state),
                      CHAT_USERS_FILE=str(state / "users.json"), CHAT_LOGIN_MAX_FAILURES="3",

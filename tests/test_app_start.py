@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 CHAINLIT = str(Path(sys.executable).parent / "chainlit")  # the command users type
 

@@ -27,7 +27,7 @@ import psutil
 import pytest
 
 from harness.app_process import free_port
-from tests.conftest import ARTIFACTS, ROOT
+from tests.support import ARTIFACTS, ROOT
 
 NOBODY = 65534  # the unprivileged user the install and the app run as here
 LOCAL_ADDRESS = re.compile(r'sa_family=AF_(UNIX|NETLINK|UNSPEC)|inet_addr\("127\.|inet_pton\(AF_INET6, "::1"'

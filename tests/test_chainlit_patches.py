@@ -11,7 +11,7 @@ from importlib.metadata import version
 import pytest
 
 from config.errors import ChatError
-from tests.conftest import ROOT
+from tests.support import ROOT
 from web.chainlit_patches import TESTED, require_tested_chainlit
 
 pytestmark = pytest.mark.fast

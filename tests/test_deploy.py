@@ -10,7 +10,7 @@ from config.errors import DeployError
 from config.settings import read_env_file
 from deploy.bundle import glibc_needed
 from deploy.install import check_files, check_machine, check_space, point_env_at
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 pytestmark = pytest.mark.fast
 MANIFEST = {"python": "3.11", "machine": "x86_64", "glibc": "2.28"}

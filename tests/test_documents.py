@@ -8,25 +8,15 @@ import asyncio
 import logging
 import threading
 import time
-import zipfile
-from pathlib import Path
 
 import psutil
 import pytest
 
 from retrieval.index import KnowledgeIndex
 from retrieval.reader_process import ReaderProcess, UnreadableError
+from tests.support import docx_bomb
 
 pytestmark = pytest.mark.fast
-
-
-def docx_bomb(path: Path) -> Path:
-    """A DOCX whose one part inflates to 300 MiB of zeros (300 KiB on disk)."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        with archive.open("word/document.xml", "w", force_zip64=True) as part:
-            for _ in range(300):
-                part.write(b"\0" * 2 ** 20)
-    return path
 
 
 def test_a_docx_bomb_and_an_oversized_pdf_are_refused_unread(tmp_path):

@@ -23,7 +23,7 @@ from harness.browser import (
     wait_until,
 )
 from history.conversation import model_text
-from tests.conftest import ARTIFACTS
+from tests.support import ARTIFACTS
 
 pytestmark = pytest.mark.e2e
 

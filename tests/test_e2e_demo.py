@@ -30,7 +30,7 @@ from harness.browser import (
 )
 from history.conversation import model_text
 from modelprep.hardware import fast_int8, resolve_dtype
-from tests.conftest import ARTIFACTS, ROOT, RunningApp, smaps_rollup_pss
+from tests.support import ARTIFACTS, ROOT, RunningApp, smaps_rollup_pss
 
 pytestmark = pytest.mark.e2e
 

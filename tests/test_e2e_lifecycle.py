@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from harness.browser import REPLY, ask_and_wait, open_chat, send, set_option, socket_events, wait_until
-from tests.conftest import ARTIFACTS, RunningApp
+from tests.support import ARTIFACTS, RunningApp
 
 pytestmark = pytest.mark.e2e
 

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from harness.visitor import ChatClient, until, visit
-from tests.conftest import ARTIFACTS, FakeApp
 from tests.fake_engine import ALTERNATIVE, FAIL, THINKING_WORDS
+from tests.support import ARTIFACTS, FakeApp, token_views
 
 pytestmark = pytest.mark.fast
 REPLY_TOKENS = 50  # a second of words at the fake's pace
@@ -130,10 +130,6 @@ def prompts_shown(visitor: ChatClient) -> list[str]:
     """The teaching view's prompt steps the visitor was sent, as their text came, oldest first."""
     return [data["output"] for event, data in visitor.events
             if event in ("new_message", "update_message") and data.get("name") == "提示词 Prompt" and data["output"]]
-
-
-def token_views(visitor: ChatClient) -> list[dict]:
-    return [element for element in visitor.elements() if element["name"] == "TokenView" and element["props"].get("force")]
 
 
 async def test_a_chosen_token_branches_the_reply_and_the_teacher_keeps_either(fake_app):

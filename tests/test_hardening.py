@@ -19,11 +19,8 @@ import pytest
 
 from harness.app_process import free_port
 from harness.visitor import ChatClient, until, visit
-from tests.conftest import ARTIFACTS, ROOT, FakeApp
 from tests.fake_engine import ALTERNATIVE
-from tests.test_handlers import token_views
-from tests.test_hostile_clients import cookie, rows
-from web.accounts import UsersFile
+from tests.support import ARTIFACTS, ROOT, FakeApp, docx_bomb, login_headers, rows, token_views, users_file
 
 GIB = 1024 ** 3
 
@@ -42,9 +39,7 @@ def open_site(tmp_path_factory):
 @pytest.fixture(scope="module")
 def login_site(tmp_path_factory):
     state = tmp_path_factory.mktemp("login-state")
-    users = UsersFile(state / "users.json")
-    for name in ("alice", "bob"):
-        users.set_password(name, f"{name}-password")
+    users_file(state, ("alice", "bob"))
     running = FakeApp(ARTIFACTS / "app-hardening-logins.log", CHAT_STATE_DIR=str(state),
                       CHAT_USERS_FILE=str(state / "users.json"), CHAT_MAX_NEW_TOKENS="100", CHAT_MAX_MODEL_LEN="2048")
     running.wait_until_ready(timeout=60)
@@ -101,7 +96,7 @@ async def streaming_meanwhile(url: str, headers: dict[str, str] | None, attack) 
 @pytest.mark.parametrize("logins", [False, True])
 async def test_a_gigabyte_to_any_route_is_refused_before_its_body_is_read(open_site, login_site, logins):
     site = login_site if logins else open_site
-    headers = cookie(site, "alice") if logins else {}
+    headers = login_headers(site.url, "alice") if logins else {}
     before = app_rss(site)
 
     def attack() -> list[tuple[int, int]]:
@@ -125,18 +120,18 @@ async def test_a_gigabyte_to_any_route_is_refused_before_its_body_is_read(open_s
 
 
 async def test_another_users_messages_cannot_be_deleted_edited_or_branched_from(login_site):
-    alice = await visit(login_site.url, cookie(login_site, "alice"))
+    alice = await visit(login_site.url, login_headers(login_site.url, "alice"))
     await alice.socket.emit("chat_settings_change", {"teaching": True})
     await alice.ask_and_wait("爱丽丝的问题")
     reply_text, stored = alice.replies()[-1], 'SELECT "id", "threadId" FROM steps WHERE "output" = ?'
-    await until(lambda: rows(login_site, stored, "爱丽丝的问题"))
-    [(question, thread)] = rows(login_site, stored, "爱丽丝的问题")
+    await until(lambda: rows(login_site.database, stored, "爱丽丝的问题"))
+    [(question, thread)] = rows(login_site.database, stored, "爱丽丝的问题")
     in_thread = 'SELECT "id" FROM steps WHERE "threadId" = ? AND "output" = ?'
-    await until(lambda: rows(login_site, in_thread, thread, reply_text))  # its last write landed
-    [(reply,)] = rows(login_site, in_thread, thread, reply_text)
+    await until(lambda: rows(login_site.database, in_thread, thread, reply_text))  # its last write landed
+    [(reply,)] = rows(login_site.database, in_thread, thread, reply_text)
     view = token_views(alice)[-1]
 
-    bob = await visit(login_site.url, cookie(login_site, "bob"))
+    bob = await visit(login_site.url, login_headers(login_site.url, "bob"))
     await bob.ask_and_wait("鲍勃的问题")
     message = {"id": question, "threadId": "", "name": "User", "type": "user_message", "output": "龘",
                "createdAt": datetime.now(UTC).isoformat(), "command": "tokenize"}
@@ -148,14 +143,14 @@ async def test_another_users_messages_cannot_be_deleted_edited_or_branched_from(
     answer = await bob.press("force_token", {"element": view["id"], "index": 1, "token": ALTERNATIVE})
     assert answer.status_code == 200
     await until(lambda: "That choice is no longer available" in bob.errors()[-1])  # not a view of his
-    async with httpx.AsyncClient(headers=cookie(login_site, "bob"), timeout=30) as client:
+    async with httpx.AsyncClient(headers=login_headers(login_site.url, "bob"), timeout=30) as client:
         crafted = await client.post(f"{login_site.url}/project/action", json={
             "sessionId": alice.session_id, "action": {"name": "force_token",
                                                       "payload": {"element": view["id"], "index": 1, "token": 7}}})
     assert crafted.status_code == 401
     await asyncio.sleep(1)
-    assert rows(login_site, 'SELECT "threadId", "output" FROM steps WHERE "id" = ?', question) == [(thread, "爱丽丝的问题")]
-    assert rows(login_site, 'SELECT "output" FROM steps WHERE "id" = ?', reply) == [(reply_text,)]
+    assert rows(login_site.database, 'SELECT "threadId", "output" FROM steps WHERE "id" = ?', question) == [(thread, "爱丽丝的问题")]
+    assert rows(login_site.database, 'SELECT "output" FROM steps WHERE "id" = ?', reply) == [(reply_text,)]
 
     # Alice herself: her own reply cannot be edited, nor overwritten by a question under its id.
     errors = len(alice.errors())
@@ -165,7 +160,7 @@ async def test_another_users_messages_cannot_be_deleted_edited_or_branched_from(
     assert "Only your own questions can be edited." in alice.errors()[-1]
     await alice.socket.emit("client_message", {"message": {**message, "id": reply, "command": None}, "fileReferences": None})
     await asyncio.sleep(1)
-    assert rows(login_site, 'SELECT "type", "output" FROM steps WHERE "id" = ?', reply) == [("assistant_message",
+    assert rows(login_site.database, 'SELECT "type", "output" FROM steps WHERE "id" = ?', reply) == [("assistant_message",
                                                                                             reply_text)]
     assert "Refused a 'client_message' event" in login_site.log()
     for client in (alice, bob):
@@ -242,7 +237,6 @@ async def test_a_persona_that_fits_a_1024_token_context_answers_hello(tmp_path):
 
 async def test_documents_that_bite_dropped_into_a_running_apps_folder_cost_one_log_line_each(tmp_path):
     from tests.fake_engine import QUOTE
-    from tests.test_documents import docx_bomb
 
     documents, outside = tmp_path / "documents", tmp_path / "outside.md"
     documents.mkdir()

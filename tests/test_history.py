@@ -13,7 +13,6 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from chainlit.context import init_http_context
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -31,28 +30,16 @@ from history.conversation import (
 )
 from history.records import forget_idle, read_records
 from history.schema import SCHEMA_VERSION, TABLES, open_database
-from history.store import ChatStore
-from tests.conftest import ROOT
+from tests.support import ROOT, new_store, step
 
 pytestmark = pytest.mark.fast
 
-
-def new_store(database) -> ChatStore:
-    """The data layer runs inside a Chainlit context (a socket's, in the app): here a plain HTTP one."""
-    init_http_context()
-    return ChatStore(database)
 
 # The SQLAlchemy data layer's schema as Chainlit's documentation gives it (less the columns 2.12 also writes).
 DOCUMENTED_STEPS = ('CREATE TABLE steps ("id" TEXT PRIMARY KEY, "name" TEXT NOT NULL, "type" TEXT NOT NULL, '
                     '"threadId" TEXT NOT NULL, "parentId" TEXT, "streaming" BOOLEAN NOT NULL, "waitForAnswer" BOOLEAN, '
                     '"isError" BOOLEAN, "metadata" TEXT, "tags" TEXT, "input" TEXT, "output" TEXT, "createdAt" TEXT, '
                     '"start" TEXT, "end" TEXT, "generation" TEXT, "showInput" TEXT, "language" TEXT, "indent" INT)')
-
-
-def step(thread: str, kind: str, output: str, created: str, **metadata) -> dict:
-    return {"id": str(uuid.uuid4()), "name": kind, "type": kind, "threadId": thread, "streaming": False,
-            "output": output, "createdAt": created, "metadata": metadata, "defaultOpen": False, "autoCollapse": False,
-            "command": None, "modes": {"model": "x"}, "feedback": None, "unknownFutureKey": 1}
 
 
 def test_the_schema_is_made_then_an_older_database_upgraded_in_place(tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,8 +16,7 @@ import pytest
 from config.personas import load_personas
 from config.settings import PROJECT_ROOT
 from harness.browser import REPLY, ask_and_wait, open_chat, set_option, socket_events, wait_until
-from tests.conftest import ARTIFACTS, ROOT, RunningApp
-from web.accounts import UsersFile
+from tests.support import ARTIFACTS, ROOT, RunningApp, rows, users_file
 
 pytestmark = pytest.mark.e2e
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}
@@ -32,9 +30,7 @@ DATA_LAYER_TROUBLE = re.compile(r"An error occurred|An unexpected error|could no
 def site(tmp_path_factory):
     """A state folder with two users and the conversations' database, kept across restarts of the app."""
     state = tmp_path_factory.mktemp("state")
-    users = UsersFile(state / "users.json")
-    for name, password in PASSWORDS.items():
-        users.set_password(name, password)
+    users_file(state, PASSWORDS)
     return state
 
 
@@ -43,11 +39,6 @@ def start(site, model, log_name: str, **env: str) -> RunningApp:
                      CHAT_TEMPERATURE="0", CHAT_MAX_NEW_TOKENS="40", **env)
     app.wait_until_ready()
     return app
-
-
-def rows(site, query: str, *parameters) -> list[tuple]:
-    with sqlite3.connect(site / "chat.db") as connection:
-        return connection.execute(query, parameters).fetchall()
 
 
 def last_prompt(page) -> str:
@@ -94,12 +85,12 @@ def browser_for_module(playwright_driver):
 
 
 def test_every_message_step_and_thread_is_stored_without_a_warning(site, resumed):
-    threads = rows(site, 'SELECT "id", "userIdentifier", "tags", "metadata" FROM threads')
+    threads = rows(site / "chat.db", 'SELECT "id", "userIdentifier", "tags", "metadata" FROM threads')
     assert len(threads) == 1 and threads[0][1] == "alice"
     assert json.loads(threads[0][2]) == ["assistant"]  # the profile's tag: a list, as JSON
     metadata = json.loads(threads[0][3])
     assert metadata["chat_profile"] == "assistant" and metadata["options"]["teaching"] is True
-    stored = {row[0]: row[1:] for row in rows(site, 'SELECT "id", "type", "output", "metadata" FROM steps')}
+    stored = {row[0]: row[1:] for row in rows(site / "chat.db", 'SELECT "id", "type", "output", "metadata" FROM steps')}
     assert resumed["written"] <= set(stored)  # every message the page was sent is in the database
     questions = [output for kind, output, _ in stored.values() if kind == "user_message"]
     assert sorted(questions) == ["第一个问题：广州在哪里？", "第二个问题：白云山有多高？"]
@@ -152,7 +143,7 @@ def test_editing_an_earlier_question_rewinds_the_conversation_and_stop_works_the
     assert prompt.index("问题一（改过）") < prompt.index("问题四") and "问题二" not in prompt
     assert prompt.count("<|im_start|>assistant") == 2  # the edited question's (stopped) reply, and this one
     time.sleep(1.5)
-    stored = [row[0] for row in rows(site, 'SELECT "output" FROM steps WHERE "type" = \'user_message\' '
+    stored = [row[0] for row in rows(site / "chat.db", 'SELECT "output" FROM steps WHERE "type" = \'user_message\' '
                                            'ORDER BY "createdAt"')]
     assert "问题二" not in stored and "问题三" not in stored and stored[-2:] == ["问题一（改过）", "问题四"]
     page.context.close()

@@ -17,35 +17,21 @@ import socketio
 from harness.browser import wait_until
 from harness.visitor import ChatClient, chat
 from insights.days import Days
-from tests.conftest import ARTIFACTS, RunningApp
-from web.accounts import UsersFile
-
-
-def rows(folder, query: str, *parameters) -> list[tuple]:
-    with sqlite3.connect(folder / "chat.db") as connection:
-        return connection.execute(query, parameters).fetchall()
-
-
-def cookie_of(app, name: str, password: str) -> str:
-    answer = httpx.post(f"{app.url}/login", data={"username": name, "password": password}, timeout=30)
-    assert answer.status_code == 200, answer.text
-    return f"access_token={answer.cookies['access_token']}"
+from tests.support import ARTIFACTS, RunningApp, login_cookie, rows, users_file
 
 
 async def test_another_user_cannot_reach_alices_conversation(tiny_model_dir, tmp_path):
-    users = UsersFile(tmp_path / "users.json")
-    for name in ("alice", "bob"):
-        users.set_password(name, f"{name}-password")
+    users_file(tmp_path, ("alice", "bob"))
     app = RunningApp(tiny_model_dir, ARTIFACTS / "app-history-isolation.log", CHAT_STATE_DIR=str(tmp_path),
                      CHAT_USERS_FILE=str(tmp_path / "users.json"), CHAT_MAX_NEW_TOKENS="16")
     app.wait_until_ready()
     try:
-        client = await chat(app.url, "爱丽丝的问题", {"Cookie": cookie_of(app, "alice", "alice-password")})
+        client = await chat(app.url, "爱丽丝的问题", {"Cookie": login_cookie(app.url, "alice")})
         await client.socket.disconnect()
-        assert wait_until(lambda: rows(tmp_path, 'SELECT "name" FROM threads WHERE "userIdentifier" = ?', "alice"))
-        alice_thread, alice_name = rows(tmp_path, 'SELECT "id", "name" FROM threads')[0]
-        alice_id = rows(tmp_path, 'SELECT "id" FROM users WHERE "identifier" = ?', "alice")[0][0]
-        bob_cookie = cookie_of(app, "bob", "bob-password")
+        assert wait_until(lambda: rows(tmp_path / "chat.db", 'SELECT "name" FROM threads WHERE "userIdentifier" = ?', "alice"))
+        alice_thread, alice_name = rows(tmp_path / "chat.db", 'SELECT "id", "name" FROM threads')[0]
+        alice_id = rows(tmp_path / "chat.db", 'SELECT "id" FROM users WHERE "identifier" = ?', "alice")[0][0]
+        bob_cookie = login_cookie(app.url, "bob")
         bob = httpx.Client(base_url=app.url, headers={"Cookie": bob_cookie}, timeout=30)
         listed = bob.post("/project/threads", json={"pagination": {"first": 20}, "filter": {"userId": alice_id}})
         assert listed.status_code == 200 and listed.json()["data"] == []  # bob's own list, whatever he asks
@@ -55,7 +41,7 @@ async def test_another_user_cannot_reach_alices_conversation(tiny_model_dir, tmp
         assert bob.request("DELETE", "/project/thread", json={"threadId": alice_thread}).status_code in (401, 403)
         assert bob.post("/project/thread/share", json={"threadId": alice_thread, "isShared": True}).status_code >= 400
         assert bob.get(f"/project/share/{alice_thread}").status_code >= 400
-        assert rows(tmp_path, 'SELECT "name" FROM threads WHERE "id" = ?', alice_thread) == [(alice_name,)]
+        assert rows(tmp_path / "chat.db", 'SELECT "name" FROM threads WHERE "id" = ?', alice_thread) == [(alice_name,)]
         with pytest.raises(socketio.exceptions.ConnectionError):  # resuming alice's thread over the socket
             await ChatClient(app.url, {"Cookie": bob_cookie}, thread_id=alice_thread).connect()
     finally:
@@ -67,8 +53,8 @@ async def test_without_logins_conversations_are_kept_for_the_operator_only(tiny_
                     CHAT_MAX_NEW_TOKENS="16") as app:
         client = await chat(app.url, "没有登录的访客")
         await client.socket.disconnect()
-        assert wait_until(lambda: len(rows(tmp_path, 'SELECT * FROM steps WHERE "output" = ?', "没有登录的访客")) == 1)
-        thread, owner = rows(tmp_path, 'SELECT "id", "userId" FROM threads')[0]
+        assert wait_until(lambda: len(rows(tmp_path / "chat.db", 'SELECT * FROM steps WHERE "output" = ?', "没有登录的访客")) == 1)
+        thread, owner = rows(tmp_path / "chat.db", 'SELECT "id", "userId" FROM threads')[0]
         assert owner is None
         listed = httpx.post(f"{app.url}/project/threads", json={"pagination": {"first": 20}, "filter": {}})
         assert listed.status_code in (401, 403)
@@ -101,9 +87,9 @@ async def test_a_locked_database_never_breaks_a_chat_and_is_saved_when_free(tiny
         assert "could not be saved (database is locked)" in app.log()
         locker.execute("COMMIT")
         locker.close()
-        assert wait_until(lambda: rows(tmp_path, 'SELECT "output" FROM steps WHERE "type" = ?', "user_message")
+        assert wait_until(lambda: rows(tmp_path / "chat.db", 'SELECT "output" FROM steps WHERE "type" = ?', "user_message")
                           == [("数据库锁住时的问题",)], timeout=20)
-        assert wait_until(lambda: len(rows(tmp_path, 'SELECT * FROM steps WHERE "metadata" LIKE ?', '%"reply"%')) == 1)
+        assert wait_until(lambda: len(rows(tmp_path / "chat.db", 'SELECT * FROM steps WHERE "metadata" LIKE ?', '%"reply"%')) == 1)
         assert wait_until(lambda: "waiting writes saved" in app.log())  # logged once the last waiting write is in
         await client.socket.disconnect()
     finally:

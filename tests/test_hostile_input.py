@@ -24,7 +24,7 @@ from config.settings import load_settings
 from engine.prompt import render_prompt
 from history.ids import is_uuid
 from history.schema import open_database
-from tests.test_history import new_store, step
+from tests.support import new_store, step
 from web.auth import FairChecks, LoginThrottle, login_keys
 from web.socket_guard import EventRefused, _check_auth, _question
 

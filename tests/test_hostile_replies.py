@@ -9,8 +9,8 @@ import asyncio
 import pytest
 
 from harness.visitor import visit
-from tests.conftest import ARTIFACTS, FakeApp
 from tests.fake_engine import BLANK_LINES, TOKEN_SECONDS
+from tests.support import ARTIFACTS, FakeApp
 
 pytestmark = pytest.mark.fast
 REPLY_TOKENS = 200  # four seconds of words at the fake's pace

@@ -15,10 +15,8 @@ import pytest
 from harness.visitor import until, visit
 from history.conversation import SOURCES_MARK, UNCHECKED
 from retrieval.grounding import NOT_COVERED
-from tests.conftest import ARTIFACTS, ROOT, FakeApp
 from tests.fake_engine import QUOTE
-from tests.test_history_socket import cookie_of
-from web.accounts import UsersFile
+from tests.support import ARTIFACTS, ROOT, FakeApp, login_cookie, users_file
 
 pytestmark = pytest.mark.fast
 
@@ -29,13 +27,13 @@ def knowledge_app(tmp_path_factory):
     documents = tmp_path_factory.mktemp("operators")
     shutil.copy(ROOT / "bench" / "samples" / "访客手册.md", documents)
     (documents / "坏文件.pdf").write_bytes(b"not a pdf at all")
-    UsersFile(state / "users.json").set_password("alice", "alice-password")
+    users_file(state, ("alice",))
     ARTIFACTS.mkdir(exist_ok=True)
     running = FakeApp(ARTIFACTS / "app-knowledge.log", CHAT_STATE_DIR=str(state), CHAT_KNOWLEDGE_DIR=str(documents),
                       CHAT_USERS_FILE=str(state / "users.json"), CHAT_MAX_NEW_TOKENS="60", CHAT_MAX_MODEL_LEN="4096")
     running.wait_until_ready(timeout=60)
     running.state = state
-    running.cookie = {"Cookie": cookie_of(running, "alice", "alice-password")}
+    running.cookie = {"Cookie": login_cookie(running.url, "alice")}
     yield running
     running.stop()
 

@@ -19,7 +19,7 @@ import socketio
 
 from harness.app_process import free_port
 from harness.visitor import visit
-from tests.conftest import ARTIFACTS, ROOT, FakeApp
+from tests.support import ARTIFACTS, ROOT, FakeApp
 
 pytestmark = pytest.mark.fast
 TOKEN = "operator-token-of-thirty-two-characters"

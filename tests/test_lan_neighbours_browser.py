@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from harness.browser import REPLY, open_chat
-from tests.conftest import ARTIFACTS
 from tests.fake_engine import QUOTE
+from tests.support import ARTIFACTS
 from tests.test_lan_neighbours import lan_site
 
 pytestmark = pytest.mark.e2e

@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 pytestmark = pytest.mark.fast
 
@@ -115,3 +115,9 @@ def test_the_architecture_page_and_the_packages_name_the_folders_as_the_rule_doe
     found = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     installed = {name.rstrip("*") for name in found["tool"]["setuptools"]["packages"]["find"]["include"]}
     assert installed == set(MAY_IMPORT) - TOP_LEVEL | {"tests"}
+
+
+def test_the_testing_page_lists_every_test_file():
+    listed = set(re.findall(r"^\| `tests/(test_\w+\.py)` \|", (ROOT / "docs" / "testing.md").read_text(encoding="utf-8"),
+                            re.M))
+    assert listed == {path.name for path in (ROOT / "tests").glob("test_*.py")}

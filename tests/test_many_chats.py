@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from harness.browser import REPLY, launch_chromium, open_chat, send
-from tests.conftest import ARTIFACTS, RunningApp, smaps_rollup_pss
+from tests.support import ARTIFACTS, RunningApp, smaps_rollup_pss
 
 pytestmark = pytest.mark.e2e
 REPLY_TOKENS = 64

@@ -11,7 +11,7 @@ import telemetry.memory as memory
 from config.errors import MemoryLowError
 from engine.api import EngineState
 from telemetry.memory import GIB, MemoryFloor, MemoryMonitor, MemoryReading, tree_pss
-from tests.conftest import smaps_rollup_pss
+from tests.support import smaps_rollup_pss
 
 HOLD_MEMORY = "import sys, time; x = bytearray(50_000_000); time.sleep(30)"
 

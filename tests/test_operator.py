@@ -16,16 +16,13 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from types import SimpleNamespace
 
 import httpx
 import pytest
 
 from harness.visitor import until, visit
 from insights.unanswered import Asked, _similar, grouped, search_terms, unanswered
-from tests.conftest import ARTIFACTS, FakeApp, operators_site
-from tests.test_hostile_clients import cookie
-from web.accounts import UsersFile
+from tests.support import ARTIFACTS, FakeApp, login_headers, operators_site, users_file
 
 NAMES = {"广州塔", "广州", "塔", "陈家祠", "陈家", "家祠", "珠江", "夜游", "珠江夜游", "canton", "tower"}
 # Eight questions the guide does not cover, in three questions' wordings, and questions that it covers.
@@ -94,7 +91,7 @@ ROUTES = ["/operator", "/operator?days=30", "/operator/unanswered.csv", "/operat
 
 
 def test_only_operators_reach_any_operator_route(site):
-    bob, alice = cookie(site, "bob"), cookie(site, "alice")
+    bob, alice = login_headers(site.url, "bob"), login_headers(site.url, "alice")
     for number, route in enumerate(ROUTES):
         assert httpx.get(site.url + route, timeout=30).status_code == 403, route
         assert httpx.get(site.url + route, headers=bob, timeout=30).status_code == 403, route
@@ -112,14 +109,14 @@ def test_only_operators_reach_any_operator_route(site):
 
 async def ask_thirty(site) -> None:
     """A visitor's 30 questions, 8 of them not covered by the guide; a thumbs down on three covered ones."""
-    bob = await visit(site.url, cookie(site, "bob"))
+    bob = await visit(site.url, login_headers(site.url, "bob"))
     for question in [*UNCOVERED, *(f"[quote] {question}" for question in COVERED)]:
         await bob.ask_and_wait(question)
     replies = [data["id"] for event, data in bob.events if event == "stream_start"]
     session = bob.socket.connection_auth["sessionId"]
     for reply in replies[-3:]:
         given = httpx.put(f"{site.url}/feedback", json={"feedback": {"forId": reply, "value": 0}, "sessionId": session},
-                          headers=cookie(site, "bob"), timeout=30)
+                          headers=login_headers(site.url, "bob"), timeout=30)
         assert given.status_code == 200, given.text
     await bob.socket.disconnect()
     await asyncio.sleep(1)  # the store's last writes
@@ -129,7 +126,7 @@ def test_the_unanswered_grouped_on_the_page_and_in_the_csv_and_a_new_document_an
     with ThreadPoolExecutor(1) as pool:  # the socket client's event loop, beside Playwright's
         pool.submit(asyncio.run, ask_thirty(site)).result()
 
-    alice = cookie(site, "alice")
+    alice = login_headers(site.url, "alice")
     table = list(csv.DictReader(io.StringIO(httpx.get(f"{site.url}/operator/unanswered.csv", headers=alice,
                                                       timeout=30).text)))
     assert (table[0]["asked"], table[0]["question"]) == ("4", "广州塔现在排队要多久？")
@@ -179,13 +176,11 @@ async def limited_chats(url: str) -> None:
 
 
 def cookie_at(url: str, name: str) -> dict[str, str]:
-    return cookie(SimpleNamespace(url=url), name)
+    return login_headers(url, name)
 
 
 def test_a_daily_limit_lets_the_running_reply_finish_and_stops_the_next_question(tmp_path):
-    users = UsersFile(tmp_path / "users.json")
-    for name in ("alice", "bob"):
-        users.set_password(name, f"{name}-password")
+    users_file(tmp_path, ("alice", "bob"))
     running = FakeApp(ARTIFACTS / "app-daily-limit.log", CHAT_STATE_DIR=str(tmp_path),
                       CHAT_USERS_FILE=str(tmp_path / "users.json"), CHAT_MAX_NEW_TOKENS="20",
                       CHAT_DAILY_TOKENS_PER_USER="50")

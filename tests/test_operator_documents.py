@@ -21,10 +21,8 @@ import pytest
 
 from harness.visitor import visit
 from history.conversation import SOURCES_MARK
-from tests.conftest import ARTIFACTS, operators_site, smaps_rollup_pss
 from tests.fake_engine import QUOTE
-from tests.test_hostile_clients import cookie
-from tests.test_retrieval import pdf_with_text
+from tests.support import ARTIFACTS, login_cookie, login_headers, operators_site, pdf_with_text, smaps_rollup_pss
 
 TOKEN = "operator-token-for-documents-test-0123"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -45,7 +43,7 @@ def site(tmp_path_factory):
 def ask(site, question: str) -> str:
     """A new chat of the visitor bob's, one question; the reply as sent, sources included."""
     async def one() -> str:
-        visitor = await visit(site.url, cookie(site, "bob"))
+        visitor = await visit(site.url, login_headers(site.url, "bob"))
         await visitor.ask_and_wait(question)
         await visitor.socket.disconnect()
         return visitor.replies()[-1]
@@ -56,7 +54,7 @@ def ask(site, question: str) -> str:
 
 def logged_in(browser, site, name: str, **context):
     page = browser.new_context(locale="zh-CN", **context).new_page()
-    page.context.add_cookies([{"name": "access_token", "value": cookie(site, name)["Cookie"].split("=", 1)[1],
+    page.context.add_cookies([{"name": "access_token", "value": login_cookie(site.url, name).split("=", 1)[1],
                                "url": site.url}])
     return page
 
@@ -160,7 +158,7 @@ WRITES = [("POST", "/operator/documents"), ("DELETE", "/operator/documents/x.md"
 
 @pytest.mark.fast
 def test_every_write_route_is_for_the_operators_own_page_only(site):
-    alice, bob = cookie(site, "alice"), cookie(site, "bob")
+    alice, bob = login_headers(site.url, "alice"), login_headers(site.url, "bob")
     for method, route in WRITES:
         for headers in ({}, bob, alice | {"Origin": WIDGET_SITE}, BEARER | {"Origin": WIDGET_SITE}):
             answer = httpx.request(method, site.url + route, headers=headers, data={"action": "delete"}, timeout=30)

@@ -12,9 +12,8 @@ import subprocess
 import pytest
 
 from harness.browser import PHONE, REPLY, hear_speech, open_chat, wait_until
-from tests.conftest import ARTIFACTS, FakeApp
 from tests.fake_engine import QUOTE
-from web.accounts import UsersFile
+from tests.support import ARTIFACTS, FakeApp, users_file
 
 pytestmark = pytest.mark.e2e
 LOGIN = ("alice", "alice-password")
@@ -35,7 +34,7 @@ SHEET = "[role=dialog]"
 @pytest.fixture(scope="module")
 def phone_app(tmp_path_factory):
     state = tmp_path_factory.mktemp("phone-state")
-    UsersFile(state / "users.json").set_password(*LOGIN)
+    users_file(state, dict([LOGIN]))
     ARTIFACTS.mkdir(exist_ok=True)
     running = FakeApp(ARTIFACTS / "app-phone.log", CHAT_STATE_DIR=str(state), CHAT_USERS_FILE=str(state / "users.json"),
                       CHAT_MAX_NEW_TOKENS=str(REPLY_TOKENS))

@@ -17,7 +17,7 @@ import pytest
 from engine.api import Finished, Sampling, TextDelta
 from harness.visitor import ChatClient, until
 from harness.vllm_server import VllmServer
-from tests.conftest import ARTIFACTS, RunningApp
+from tests.support import ARTIFACTS, RunningApp
 
 METRICS_TOKEN = "monitor-token-for-the-remote-tests"
 

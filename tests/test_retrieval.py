@@ -9,18 +9,13 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
-from pathlib import Path
 
 import docx
 import pytest
-from pypdf import PdfWriter
-from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
-from chat.check import appended, check_table, stored
+from chat.check import appended, stored
 from chat.script import in_their_script
-from history.conversation import SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
-from retrieval.checking import unsupported
+from history.conversation import UNSUPPORTED_MARK
 from retrieval.grounding import (
     IN_ENGLISH,
     IN_JAPANESE,
@@ -42,25 +37,9 @@ from retrieval.library import entry
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
 from retrieval.terms import romanized, terms, translated
-from tests.conftest import ROOT
+from tests.support import GUIDE, pdf_with_text
 
 pytestmark = pytest.mark.fast
-GUIDE = ROOT / "knowledge"
-
-
-def pdf_with_text(path: Path, lines: list[str]) -> None:
-    """A one-page PDF whose text layer holds `lines` (ASCII: the standard Helvetica font)."""
-    writer = PdfWriter()
-    page = writer.add_blank_page(width=400, height=300)
-    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                             NameObject("/BaseFont"): NameObject("/Helvetica")})
-    page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(
-        {NameObject("/F1"): writer._add_object(font)})})
-    stream = DecodedStreamObject()
-    stream.set_data("".join(f"BT /F1 12 Tf 20 {260 - 20 * n} Td ({line}) Tj ET\n" for n, line in enumerate(lines))
-                    .encode())
-    page[NameObject("/Contents")] = writer._add_object(stream)
-    writer.write(path)
 
 
 def test_every_format_is_read_into_its_title_and_sections(tmp_path):
@@ -109,14 +88,6 @@ def test_passages_keep_short_sections_together_and_cut_long_ones_under_their_hea
     assert cut[0].title == "广州塔" and cut[0].section.startswith("简介") and "600 米" in cut[0].text
     long = passages(Document("长文", (("第一章", "句子。" * 400),)))
     assert len(long) == 3 and all(passage.section == "第一章" and passage.text.endswith("。") for passage in long)
-
-
-@pytest.fixture
-def index(tmp_path) -> KnowledgeIndex:
-    index = KnowledgeIndex(tmp_path / "knowledge.db")
-    report = index.sync(GUIDE)
-    assert report.files >= 40 and report.skipped == 0 and report.passages >= report.files
-    return index
 
 
 @pytest.mark.parametrize(("question", "document"), [
@@ -318,53 +289,6 @@ def test_the_model_gets_the_sentences_that_bear_on_the_question_and_the_visitor_
         assert grounded([{"role": "user", "content": question}], found)[-1]["content"].endswith(IN_ENGLISH) == english
 
 
-def test_the_knowledge_benchmark_scores_answers_and_builds_its_large_document(tmp_path):
-    from bench.knowledge import honest, load_questions, outside_source, parse, right, scale
-
-    questions = load_questions()
-    assert len(questions["guide"]) >= 80 and len(questions["handbook"]) >= 20 and len(questions["uncovered"]) >= 20
-    assert len(questions["english"]) >= 40 and len(questions["mixed"]) >= 15
-    page = "It is 384 m tall, built in 2010." + SOURCES_MARK + "广州塔 · 简介、历史" + UNSUPPORTED_MARK + "384 m"
-    reply = parse(page) | {"question": "How tall is the Canton Tower?"}
-    assert reply["answer"] == "It is 384 m tall, built in 2010." and reply["sources"] == ["广州塔"]
-    assert reply["not_in_sources"] == ["384 m"] and outside_source(reply) == ["384 m"]  # 2010 is in the entry
-    assert parse("它由某公司制造。" + UNCHECKED) == {"answer": "它由某公司制造。", "sources": [], "not_in_sources": [],
-                                                 "unchecked": True}
-    assert honest("The guide has no information on this.")
-    assert right("总高度 600 米", [["600"]]) and right("在 D栋 地下", [["D 栋"]]) and not right("454 米", [["600"]])
-    assert right("虾饺、烧卖", [["虾饺"], ["烧卖"]]) and not right("虾饺", [["虾饺"], ["烧卖"]])
-    assert honest("资料里没有这方面的信息。") and not honest("广州塔的电梯由某公司生产。")
-    assert honest("資料裡沒有這方面的信息。") and honest("ガイドの資料にはこの情報がありません。")  # every script
-    figures = scale([item["question"] for item in questions["guide"][:10]], tmp_path, count=200)
-    assert figures["passages"] == 200 and 0 < figures["search_ms_p50"] <= figures["search_ms_p95"]
-
-
-def test_the_knowledge_benchmark_splits_by_entry_and_counts_false_flags_and_unmarked_wrongs():
-    from bench.knowledge import COVERED, HALVES, half, in_their_language, load_questions, parse, summary, turns
-
-    questions = load_questions()
-    for kind, items in questions.items():  # every kind in both halves
-        assert {half(item) for item in items} == set(HALVES), kind
-    assert all(len(turns(item)) >= 2 for item in questions["conversation"])
-    assert half({"source": "广州塔"}) == half({"question": "?", "entry": "广州塔"})  # by entry, not by question
-    assert in_their_language("広州タワーの高さは？", "高さは600メートルです") and not in_their_language("広州タワー？", "600米")
-    assert in_their_language("광저우 타워?", "600미터입니다") and in_their_language("How tall?", "600 m")
-
-    def asked(kind: str, keys: list, page: str) -> tuple[str, dict, dict]:
-        return kind, {"question": "问", "keys": keys, "source": "广州塔"}, parse(page) | {"question": "问"}
-
-    figures = summary([
-        asked("guide", [["600"]], "600 米。" + SOURCES_MARK + "广州塔 · 简介" + UNSUPPORTED_MARK + "600 米"),  # flagged
-        asked("guide", [["600"]], "600 米。" + SOURCES_MARK + "广州塔 · 简介"),
-        asked("english", [["600"]], "384 m." + SOURCES_MARK + "广州塔 · 简介"),  # wrong, unmarked
-        asked("english", [["600"]], "384 m." + UNCHECKED),  # wrong, marked
-        asked("uncovered", [], "资料里没有这方面的信息。"), asked("uncovered", [], "大约十五分钟。" + UNCHECKED)])
-    assert figures["right_flagged"] == 0.5 and figures["wrong_unmarked"] == 0.5
-    assert figures["uncovered_said"] == 0.5 and figures["uncovered_said_or_marked"] == 1.0
-    assert figures["guide_right"] == 1.0 and figures["english_right"] == 0.0 and figures["traditional_right"] is None
-    assert set(COVERED) >= {"conversation", "traditional", "visitors"}
-
-
 def test_the_command_indexes_the_folders_and_shows_what_a_question_finds(tmp_path):
     environment = {**os.environ, "CHAT_STATE_DIR": str(tmp_path)}
     shown = subprocess.run([sys.executable, "-m", "retrieval", "陈家祠几点开门"], capture_output=True, text=True,
@@ -372,69 +296,6 @@ def test_the_command_indexes_the_folders_and_shows_what_a_question_finds(tmp_pat
     assert shown.returncode == 0, shown.stderr
     assert "[1] " in shown.stdout and "陈家祠 · " in shown.stdout and (tmp_path / "knowledge.db").is_file()
     assert f"{GUIDE}: 50 files" in shown.stderr
-
-
-def test_figures_and_quoted_names_the_passages_do_not_hold_are_found():
-    given = [Found("k/广州塔.md", "广州塔", "简介", "总高度 600 米，2010 年 9 月 30 日开放，门票 2,000 元，开放 9:00–22:00。", 1.0)]
-    assert unsupported("广州塔高384米，2010年9月30日开放。", given, given, "广州塔有多高？") == ["384米"]
-    assert unsupported("1. 门票 2000 元\n2. 开到 22:30，《广州塔》“小蛮腰”", given, given, "") == ["22:30", "小蛮腰"]
-    assert unsupported("It is 600 metres (1,969 feet) tall. Call 020-1234", given, given, "") == ["1,969 feet", "020-1234"]
-    assert unsupported("It is 600 m tall, 3 more than you said.", given, given, "is it 3 m?") == []  # the question's own
-
-
-def test_a_right_figure_its_document_holds_is_not_flagged_though_the_sentences_given_leave_it_out(index):
-    """Finding 2 of issue 49: the passage given was the hall's history; its document gives the ticket's price."""
-    history = replace(index.search("陈家祠的历史", [GUIDE], 1)[0], text="陈家祠始建于 1888 年，1894 年落成。")
-    assert "10 元" not in history.text and "10 元" in history.document
-    lines, used, missing = appended("陈家祠门票10元。陈家祠始建于 1888 年。", [history], "陳家祠門票幾多錢？")
-    assert used == [history] and missing == [] and UNSUPPORTED_MARK not in lines
-    assert unsupported("门票 25 元", [history], [history], "") == ["25 元"]  # a wrong one still is
-
-
-def test_places_the_guide_knows_are_checked_like_figures(index):
-    """Finding 3 of issue 49: a district, a station or a sight the guide knows, named where the documents the reply
-    drew on do not hold it, is marked."""
-    known = index.places([GUIDE])
-    assert {"海珠区", "天河区", "荔湾区", "广州塔站", "黄沙站", "广州塔", "陈家祠"} <= known
-    assert not {"度假区", "地铁站", "所在区"} & known  # words, not places
-    tower = index.search("广州塔在哪个区", [GUIDE], 1, [str((GUIDE / "广州塔.md").resolve())])
-    assert unsupported("广州塔位于天河区。", tower, tower, "广州塔位于广州哪个区？", known) == ["天河区"]
-    assert unsupported("广州塔位于荔湾区。", tower, tower, "广州塔在哪个区？", known) == ["荔湾区"]
-    assert unsupported("广州塔位于海珠区，在广州塔站下车。", tower, tower, "广州塔在哪个区？", known) == []
-    assert unsupported("可以顺路去陈家祠。", tower, tower, "广州塔附近有什么？", known) == ["陈家祠"]
-    assert "| 天河区 | ✗" in check_table("广州塔位于天河区。", tower, tower, known)
-    resort = index.search("长隆地铁站", [GUIDE], 1, [str((GUIDE / "长隆旅游度假区.md").resolve())])
-    # A station of another sight's passage given beside it is not this one's; a figure of it still is held.
-    assert unsupported("广州塔最近的是汉溪长隆站，3号线。", [*tower, *resort], tower, "广州塔最近的地铁站？", known) == ["汉溪长隆站"]
-
-
-def test_a_figure_its_document_writes_in_chinese_numerals_is_held():
-    """The Boluo festival's dates, "二月十一至十三日" in the guide, written 11th to 13th in an English reply."""
-    found = [Found("k/波罗诞.md", "波罗诞", "简介", "每年农历二月十一至十三日前后，这里举办“波罗诞”庙会。", 1.0)]
-    assert unsupported("It is held on the 11 to 13 day of the second lunar month.", found, found, "") == []
-    assert unsupported("It is held on the 14th day.", found, found, "") == ["14"]
-
-
-def test_a_numeral_inside_a_place_name_is_no_figure():
-    """Seen on the 1.5B demo: "游船在晚上9点停止售票" drew on the classic day route, whose 上下九步行街 held the 9."""
-    route = [Found("k/路线_经典一日游.md", "推荐路线：经典一日游", "路线",
-                   "中午：步行或坐一站地铁到长寿路，逛上下九步行街的骑楼。各景点的开放时间和票价请提前在官方渠道查询。", 1.0)]
-    known = frozenset({"上下九步行街", "长寿路站"})
-    assert unsupported("荔湾湖公园的游船在晚上9点停止售票。", route, route, "游船几点停止售票？", known) == ["9点"]
-    assert "| 9点 | ✗" in check_table("游船在晚上9点停止售票。", route, route, known)
-
-
-def test_a_reply_is_cited_checked_or_marked_not_checked():
-    found = [Found("k/广州塔.md", "广州塔", "简介", "广州塔总高度 600 米，昵称小蛮腰。", 1.0)]
-    lines, used, missing = appended("广州塔总高度 384 米，昵称小蛮腰。", found, "广州塔有多高？")
-    assert used == found and missing == ["384 米"]
-    assert lines == SOURCES_MARK + "广州塔 · 简介" + UNSUPPORTED_MARK + "384 米"
-    assert appended("广州塔总高度 600 米，昵称小蛮腰。", found, "广州塔有多高？")[0] == SOURCES_MARK + "广州塔 · 简介"
-    assert appended("它的电梯由某公司制造。", found, "电梯是哪家公司的？")[0] == UNCHECKED  # drew on nothing
-    assert appended("资料里没有这方面的信息。", found, "电梯是哪家公司的？")[0] == ""  # honest: nothing to mark
-    assert appended("The guide has no information on this.", found, "Who made the lifts?")[0] == ""
-    assert "| 384 米 | ✗" in check_table("广州塔总高度 384 米，门票 600 元", found, found) and "| 600 元 | [1] |" in \
-        check_table("广州塔总高度 384 米，门票 600 元", found, found)
 
 
 def test_an_operators_answer_answers_other_wordings_of_its_question_and_nothing_else(tmp_path):

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from harness.browser import wait_until
-from tests.conftest import ARTIFACTS, RunningApp
+from tests.support import ARTIFACTS, RunningApp
 
 
 def is_engine_core(proc: psutil.Process) -> bool:

@@ -29,7 +29,7 @@ from PIL import Image
 
 from harness.app_process import free_port
 from harness.browser import ask_and_wait, open_chat
-from tests.conftest import ARTIFACTS, ROOT
+from tests.support import ARTIFACTS, ROOT
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -10,7 +10,7 @@ import pytest
 
 from harness.browser import REPLY, ask_and_wait, open_chat, send, socket_events, wait_until
 from history.conversation import model_text
-from tests.conftest import ARTIFACTS, RunningApp
+from tests.support import ARTIFACTS, RunningApp
 from tests.tiny_model import build_tiny_qwen
 
 pytestmark = pytest.mark.e2e

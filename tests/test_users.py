@@ -12,7 +12,7 @@ import jwt
 import pytest
 
 from config.errors import ConfigError
-from tests.conftest import ROOT
+from tests.support import ROOT
 from web.accounts import UsersFile, main
 from web.auth import Logins, LoginThrottle, ensure_secret, login_keys
 

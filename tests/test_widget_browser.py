@@ -16,8 +16,8 @@ import pytest
 
 from harness.app_process import free_port
 from harness.browser import REPLY, open_chat, wait_until
-from tests.conftest import ARTIFACTS, ROOT, FakeApp
 from tests.fake_engine import QUOTE
+from tests.support import ARTIFACTS, ROOT, FakeApp
 
 pytestmark = pytest.mark.e2e
 BUTTON = "#chainlit-copilot-button"

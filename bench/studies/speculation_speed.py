@@ -31,7 +31,7 @@ import psutil
 from transformers import AutoTokenizer
 
 from bench import llama_server
-from bench.knowledge import GUIDE, load_questions
+from bench.knowledge_scoring import GUIDE, load_questions
 from bench.workload import stage_parser
 from config.personas import load_personas
 from config.settings import PROJECT_ROOT, load_settings
