@@ -11,6 +11,7 @@ one says how it gets into Chainlit.
 - `accept_socket_from`: the socket's origin check, Chainlit's CORS middleware's origins, and engine.io's own copy of
   the CORS headers dropped (the middleware already sends them; two copies make the browser refuse both).
 - `rewrite_page`: Chainlit's page template, as each request reads it, rewritten (served offline).
+- `after_session_deleted`: Chainlit deletes a closed chat's session but keeps its messages; the app forgets them then.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from importlib.metadata import version
 
 import chainlit.server as server
+from chainlit.session import WebsocketSession
 from packaging.specifiers import SpecifierSet
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
@@ -71,6 +73,17 @@ def chainlit_page(root_path: str = "") -> str:
 def rewrite_page(rewrite: Callable[[str, str], str]) -> None:
     """Chainlit's page served as `rewrite(page, root_path)` makes it."""
     server.get_html_template = lambda root_path: rewrite(_CHAINLIT_TEMPLATE(root_path), root_path)
+
+
+def after_session_deleted(forget: Callable[[str], object]) -> None:
+    """`forget(session id)` once Chainlit has deleted a chat's session (its socket closed and its timeout passed)."""
+    delete = WebsocketSession.delete
+
+    async def delete_and_forget(session: WebsocketSession) -> None:
+        await delete(session)
+        forget(session.id)
+
+    WebsocketSession.delete = delete_and_forget
 
 
 _CHAINLIT_TEMPLATE = server.get_html_template

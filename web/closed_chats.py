@@ -4,21 +4,16 @@ Chainlit 2.12 keeps each chat's messages in `chainlit.chat_context.chat_contexts
 never takes a session's entry out: when a session is deleted (its socket closed and `session_timeout` passed, or at
 once after the page's "clear session"), its user session and its socket maps go, its messages stay, with every
 element they carry (a reply's sources, its token view). At a scenic area that is tens of kilobytes per chat, all day.
-`forget_closed_chats` makes the session's deletion take its messages too. Written against Chainlit 2.12.0;
+`forget_closed_chats` makes the session's deletion take its messages too (`web.chainlit_patches.after_session_deleted`);
 `tests/test_closed_chats.py` fails if an upgrade changes what it relies on. Knows nothing of the model.
 """
 
 from __future__ import annotations
 
 from chainlit.chat_context import chat_contexts
-from chainlit.session import WebsocketSession
+
+from web.chainlit_patches import after_session_deleted
 
 
 def forget_closed_chats() -> None:
-    delete = WebsocketSession.delete
-
-    async def delete_with_messages(session: WebsocketSession) -> None:
-        await delete(session)
-        chat_contexts.pop(session.id, None)
-
-    WebsocketSession.delete = delete_with_messages
+    after_session_deleted(lambda session_id: chat_contexts.pop(session_id, None))
