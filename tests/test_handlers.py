@@ -25,11 +25,9 @@ REPLY_TOKENS = 50  # a second of words at the fake's pace
 @pytest.fixture(scope="module")
 def fake_app():
     ARTIFACTS.mkdir(exist_ok=True)
-    running = FakeApp(ARTIFACTS / "app-fake.log", CHAT_MAX_NEW_TOKENS=str(REPLY_TOKENS),
-                      CHAT_MAX_CONCURRENT_REPLIES="1", CHAT_MAX_MODEL_LEN="2048")
-    running.wait_until_ready(timeout=60)
-    yield running
-    running.stop()
+    with FakeApp(ARTIFACTS / "app-fake.log", CHAT_MAX_NEW_TOKENS=str(REPLY_TOKENS), CHAT_MAX_CONCURRENT_REPLIES="1",
+                 CHAT_MAX_MODEL_LEN="2048") as running:
+        yield running
 
 
 async def test_each_reply_sees_the_conversation_so_far(fake_app):

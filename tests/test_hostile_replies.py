@@ -19,11 +19,9 @@ REPLY_TOKENS = 200  # four seconds of words at the fake's pace
 @pytest.fixture(scope="module")
 def fake_app():
     ARTIFACTS.mkdir(exist_ok=True)
-    running = FakeApp(ARTIFACTS / "app-hostile-replies.log", CHAT_MAX_NEW_TOKENS=str(REPLY_TOKENS),
-                      CHAT_MAX_CONCURRENT_REPLIES="2", CHAT_MAX_MODEL_LEN="2048")
-    running.wait_until_ready(timeout=60)
-    yield running
-    running.stop()
+    with FakeApp(ARTIFACTS / "app-hostile-replies.log", CHAT_MAX_NEW_TOKENS=str(REPLY_TOKENS), CHAT_MAX_CONCURRENT_REPLIES="2",
+                 CHAT_MAX_MODEL_LEN="2048") as running:
+        yield running
 
 
 async def test_a_reply_of_blank_lines_ends_while_another_chat_keeps_streaming(fake_app):
