@@ -1,7 +1,7 @@
 """The app's knowledge base: which folders each persona answers from, indexed once at start on a thread of its own
-and kept in step with the disk as it changes (the folders watched by watchfiles: a file copied in is indexed within a
-second), and again every `RESCAN_SECONDS` for the disks that send no events (network shares); and the search a reply
-makes.
+and kept in step with the disk as it changes (the folders watched by watchfiles: a file copied in is indexed a second
+after the copy ends), and again every `RESCAN_SECONDS` for the disks that send no events (network shares); and the
+search a reply makes.
 
 Every persona uses the operators' folder (`CHAT_KNOWLEDGE_DIR`); a persona's file may add folders of its own
 (`knowledge = ["knowledge"]`). Indexing never stops the app: a file that cannot be read is logged and skipped, and
@@ -28,6 +28,7 @@ from retrieval.reading import SUFFIXES
 log = logging.getLogger(__name__)
 
 RESCAN_SECONDS = 10.0
+QUIET_AT_MOST_MS = 30_000  # files changing without a pause for this long are read meanwhile
 TOP_K = 2
 PROGRESS_SECONDS = 5.0
 RELATIVE_FLOOR = 0.4  # passages scoring below this share of the best one are left out
@@ -76,10 +77,12 @@ class KnowledgeBase:
                 time.sleep(RESCAN_SECONDS)
                 self.sync_all(first=False)
                 continue
-            # A change to a document, or RESCAN_SECONDS without one, brings a pass; a folder made or removed
-            # meanwhile starts the watch again over the folders there are.
-            for _ in watchfiles.watch(*watched, watch_filter=_document, debounce=300, yield_on_timeout=True,
-                                      rust_timeout=int(RESCAN_SECONDS * 1000), raise_interrupt=False):
+            # Changes, once the folders have been quiet for a second (a file being copied in is read once, whole),
+            # or RESCAN_SECONDS without one, bring a pass; a folder made or removed meanwhile starts the watch again
+            # over the folders there are.
+            for _ in watchfiles.watch(*watched, watch_filter=_document, step=1000, debounce=QUIET_AT_MOST_MS,
+                                      yield_on_timeout=True, rust_timeout=int(RESCAN_SECONDS * 1000),
+                                      raise_interrupt=False):
                 self.sync_all(first=False)
                 if self._existing_folders() != watched:
                     break

@@ -19,7 +19,7 @@ from bench.isolate import run_isolated
 from bench.models import model_pair
 from config.settings import PROJECT_ROOT, load_settings
 
-TEXT = Path(__file__).with_name("heldout.txt")
+TEXT = Path(__file__).parent.parent / "heldout.txt"  # bench/heldout.txt
 ENGLISH_STARTS = "The morning ferry"
 WINDOW = 1024
 QUESTIONS = [
