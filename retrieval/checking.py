@@ -3,7 +3,9 @@ phone numbers, distances: every number written in digits, with its unit), the na
 places the knowledge base knows that it names (`retrieval.places`: districts, metro stations, the documents' sights), each
 looked for in the whole documents of the passages it drew on, the passages it was given, and the question. A right
 figure that the sentences given leave out but their document holds is not flagged; "天河区" where the document says
-海珠区 is.
+海珠区 is. Whether a visit costs is checked too: a reply that says a ticket must be bought is held only where the sources
+speak of a price or of buying one (a museum the guide says is free is not), and one that says it is free only where they
+say so.
 
 A figure that contradicts its passage ("384 米" where the passage says 600 米) is not found there; nor is a figure the
 passages never mention. Neither is corrected (a passage may hold several figures of one unit, and only the model
@@ -25,6 +27,15 @@ _QUOTED = re.compile(r"《([^》\n]{2,20})》|“([^”\n]{2,12})”")
 _DIGITS = {character: value for value, character in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
 _UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10_000}
 _CHINESE_NUMBER = re.compile(f"[{''.join(_DIGITS)}{''.join(_UNITS)}]+")
+# A visit that costs, or not, as a reply says it and as a source does.
+_PAID = re.compile(r"(?:需要|须|需|要|得)(?:先|提前)?(?:购买|买|购)(?:门)?票|(?:需要|要)?收费|"
+                   r"(?:need|have) to (?:buy|pay for) (?:a |an )?(?:ticket|admission)|(?:requires?|needs?) an? "
+                   r"(?:admission )?ticket|not free", re.IGNORECASE)
+_FREE = re.compile(r"免费|free (?:of charge|admission|entry|to (?:enter|visit))|(?:admission|entry|entrance) is free|"
+                   r"is free to (?:enter|visit)", re.IGNORECASE)
+_FREE_HELD = re.compile(r"免费|免票|免门票|不收费|无需门票|不需要门票|\bfree\b", re.IGNORECASE)
+_NOT_BEFORE = re.compile(r"(?:不|无|免|勿|不用|没有|not |n't |no |without )$", re.IGNORECASE)
+_PRICED = re.compile(r"\d+(?:\.\d+)?\s*(?:元|块|yuan|rmb)|收费|售票|购票|票价|门票\d", re.IGNORECASE)
 
 
 def numbers(text: str) -> set[str]:
@@ -41,6 +52,8 @@ def claims(reply: str, known: frozenset[str] = frozenset()) -> list[str]:
     found += [match.group(1) or match.group(2) for match in _QUOTED.finditer(reply)]
     named = [place for place in known if place in reply]
     found += [place for place in named if not any(place != other and place in other for other in named)]
+    found += [match.group(0) for pattern in (_PAID, _FREE) for match in pattern.finditer(reply)
+              if not _NOT_BEFORE.search(reply[max(0, match.start() - 8):match.start()])]
     return list(dict.fromkeys(found))
 
 
@@ -75,6 +88,10 @@ class Holder:
         self.compact = "".join(text.split())
 
     def holds(self, claim: str) -> bool:
+        if _PAID.fullmatch(claim):
+            return bool(_PRICED.search(self.compact))
+        if _FREE.fullmatch(claim):
+            return bool(_FREE_HELD.search(self.compact))
         if wanted := numbers(claim):
             return wanted <= self.numbers
         return "".join(claim.split()) in self.compact

@@ -78,3 +78,21 @@ def test_a_reply_is_cited_checked_or_marked_not_checked():
     assert appended("The guide has no information on this.", found, "Who made the lifts?")[0] == ""
     assert "| 384 米 | ✗" in check_table("广州塔总高度 384 米，门票 600 元", found, found) and "| 600 元 | [1] |" in \
         check_table("广州塔总高度 384 米，门票 600 元", found, found)
+
+
+def test_whether_a_visit_costs_is_checked_against_its_document():
+    """Seen on the 1.5B demo (development half): "参观广东省博物馆要买票吗？" → "您需要购买门票", unmarked, where the guide
+    says 免费参观."""
+    museum = [Found("k/广东省博物馆.md", "广东省博物馆", "开放时间与门票", "免费参观，但需要提前在官方渠道预约。", 1.0)]
+    hall = [Found("k/陈家祠.md", "陈家祠", "门票", "门票 10 元，需要购票入内。", 1.0)]
+    question = "参观要买票吗？"
+    assert unsupported("您需要购买门票。", museum, museum, question) == ["需要购买门票"]
+    assert unsupported("You need to buy a ticket.", museum, museum, question) == ["need to buy a ticket"]
+    assert unsupported("免费参观，不需要购买门票，但要预约。", museum, museum, question) == []
+    assert unsupported("Admission is free; you don't need to buy a ticket.", museum, museum, question) == []
+    assert unsupported("需要购买门票，10 元。", hall, hall, question) == []
+    assert unsupported("陈家祠免费参观。", hall, hall, question) == ["免费"]
+    students = [Found("k/陈家祠.md", "陈家祠", "门票", "门票 10 元，学生等群体可免票。", 1.0)]
+    assert unsupported("It costs 10 yuan; students get in free of charge.", students, students, question) == []
+    assert unsupported("Feel free to ask the staff; tickets are 10 yuan.", students, students, question) == []
+    assert unsupported("Admission is free.", hall, hall, question) == ["Admission is free"]
