@@ -13,7 +13,7 @@ import chainlit as cl
 
 from chat.admission import admit_button, in_line
 from chat.parts import ChatApp
-from chat.session import current_session, refresh_stats_panel
+from chat.session import ChatSession, current_session, refresh_stats_panel
 from chat.stream import stream_message
 from config.errors import ChatError
 from engine.api import ChatEngine, RenderedPrompt, ReplyEvent, Sampling, TokenProbability
@@ -74,19 +74,19 @@ async def branch_from_token(app: ChatApp, action: cl.Action) -> None:
     await cl.context.emitter.task_start()
     try:
         async with in_line(app):
-            await stream_branch(app, engine, origin, *chosen)
+            await stream_branch(app, session, engine, origin, *chosen)
     finally:
         await cl.context.emitter.task_end()
 
 
-async def stream_branch(app: ChatApp, engine: ChatEngine, origin: Branchable, index: int,
+async def stream_branch(app: ChatApp, session: ChatSession, engine: ChatEngine, origin: Branchable, index: int,
                         token: TokenProbability) -> None:
     start = [*(kept.token_id for kept in origin.tokens[:index]), token.token_id]
     async with aclosing(engine.continue_reply(origin.prompt, start, origin.sampling)) as events:
         await stream_aside(app, engine, origin.prompt, events, origin.sampling, f"Branch from token {index}",
-                           keepable=origin.reply_id in current_session().alternatives,
+                           keepable=origin.reply_id in session.alternatives,
                            branch=(index, [*origin.tokens[:index], token]))
-    await refresh_stats_panel(current_session(), engine)
+    await refresh_stats_panel(session, engine)
 
 
 async def weigh_prompt(app: ChatApp, action: cl.Action) -> None:

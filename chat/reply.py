@@ -97,7 +97,7 @@ async def admit(app: ChatApp, session: ChatSession, message: cl.Message) -> Chat
     session.alternatives = {}
     if session.conversation.ask(message.id, message.content):
         await app.store.delete_steps_after(cl.context.session.thread_id, message.id)
-    await remember_options(app)
+    await remember_options(app, session)
     return engine
 
 

@@ -139,20 +139,19 @@ async def change_options(app: ChatApp, proposed: dict) -> None:
     """New settings apply from the next reply; a value out of range is refused and the widgets reset."""
     session = current_session()
     session.options, refused = chat_options.checked(app.settings, session.options, proposed)
-    await remember_options(app)
+    await remember_options(app, session)
     if refused:
         await send_error("\n\n".join(refused))
         await send_settings(app, session.options)
     await show_stats_panel(app)
 
 
-async def remember_options(app: ChatApp) -> None:
+async def remember_options(app: ChatApp, session: ChatSession) -> None:
     """Store the persona and chat settings with the conversation now: Chainlit itself saves a session's data
     only when its socket closes, which an app that is killed never gets to."""
-    session = cl.context.session
-    if session.has_first_interaction:
-        await app.store.update_thread(session.thread_id, metadata={
-            "chat_profile": cl.user_session.get("chat_profile"), "options": asdict(current_session().options)})
+    if cl.context.session.has_first_interaction:
+        await app.store.update_thread(cl.context.session.thread_id, metadata={
+            "chat_profile": session.profile, "options": asdict(session.options)})
 
 
 async def show_stats_panel(app: ChatApp) -> None:
