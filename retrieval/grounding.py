@@ -49,8 +49,16 @@ _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{
 # the notes in brackets ("（2026 年 12 月整理，未核实）" says when the guide was written, not when a cable car opened).
 _COUNTED = re.compile(r"(?:多少|几多|几)\s*([个只家座层位棵条种辆间名人岁])|哪一?(年)|\b(?:what|which) (year)\b",
                       re.IGNORECASE)
+# A price asked ("多少钱？", "how much…"): only a figure in yuan, or "free", answers it.
+_PRICE = re.compile(r"多少钱|几多钱|票价是?多少|\bhow much\b(?! time)", re.IGNORECASE)
+_PRICE_GIVEN = re.compile(r"\d\s*(?:元|块)|免费|免票|不收费")
 _NOTE = re.compile(r"（[^（）\n]*）|\([^()\n]*\)")
 _QUOTED = re.compile(r"[“「《\"]([^”」》\"\n]{2,20})[”」》\"]")  # a name a question quotes: "“金记糖水”的招牌甜品是什么？"
+# What a question asks for, apart from what it is about: what follows its first 的 ("星火馆的馆长是谁？": 馆长); in English,
+# the thing counted ("How many people…") or the thing of something ("the abbot of…"). The words that only ask for a
+# name or a part ("叫什么", "部分") are not what it asks for.
+_FOCUS_EN = re.compile(r"\bhow many (\w+)|\b(?:what|who) (?:is|are|was|were) the ((?:\w+ )+?)of\b", re.IGNORECASE)
+_NAMING = frozenset(("部分", "叫", "叫做", "称为", "名字", "名称"))
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 _NO_LINKS = str.maketrans("[]", "［］")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
@@ -163,22 +171,36 @@ def _chosen(passage: Found, question: str) -> list[str]:
 
 def unanswered(found: list[Found], question: str) -> bool:
     """Whether a question asks something particular (not only "tell me about…") that no sentence of the passages
-    found bears on, a count or a year ("多少棵树？", "哪一年开通？") that none of those sentences gives in its measure
-    word (outside their notes in brackets), or a name it quotes that none of the passages holds ("“金记糖水”的招牌甜品是
-    什么？"): the passages then likely do not answer it. In a question not asked in English, an English word the
-    glossary does not know is a name or a stray word, not something asked. A question worded like one of the names of
-    the first passage's document that is itself a question is answered by it (`worded_like_a_name`)."""
+    found bears on, or none bears on what it asks for (`_focus`: "星火馆的馆长是谁？" finds 星火馆, not 馆长), a count or
+    a year ("多少棵树？", "哪一年开通？") that none of those sentences gives in its measure word (outside their notes in
+    brackets), a price none gives in yuan or as free, or a name it quotes that none of the passages holds
+    ("“金记糖水”的招牌甜品是什么？"): the passages then likely do not answer it. In a question not asked in English, an
+    English word the glossary does not know is a name or a stray word, not something asked. A question worded like one
+    of the names of the first passage's document that is itself a question is answered by it (`worded_like_a_name`)."""
     if not found or worded_like_a_name(found[0], question) or not {term for term in set(_asked(found[0], question)) - _GENERAL
                          if in_english(question) or not re.fullmatch("[a-z]+", term) or term in GLOSSARY}:
         return False
     chosen = "\n".join(line for passage in found for line in _chosen(passage, question) if line)
     plain = simplified(question)
     counted, quoted = _COUNTED.search(plain), _QUOTED.findall(plain)
-    if not chosen or counted and not re.search(rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*{counted[1] or '年'}",
-                                               _NOTE.sub("", chosen)):
+    given = _NOTE.sub("", chosen)
+    if not chosen or counted and not re.search(rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*{counted[1] or '年'}", given):
+        return True
+    if _PRICE.search(plain) and not _PRICE_GIVEN.search(given):
+        return True
+    focus = [term for term in _asked(found[0], _focus(plain)) if term not in _GENERAL | _NAMING]
+    if focus and not any(term in simplified(chosen).lower() for term in focus):
         return True
     texts = "".join(simplified(passage.whole or passage.text) for passage in found).replace(" ", "") if quoted else ""
     return any(name.replace(" ", "") not in texts for name in quoted)  # whole documents read only for a quoted name
+
+
+def _focus(question: str) -> str:
+    """The part of a question (in Simplified characters) that says what it asks for (`_FOCUS_EN`), or ""."""
+    if "的" in question:
+        return question.split("的", 1)[1]
+    match = _FOCUS_EN.search(question)
+    return (match[1] or match[2]) if match else ""
 
 
 def worded_like_a_name(passage: Found, question: str) -> bool:

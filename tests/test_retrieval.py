@@ -150,6 +150,11 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
     (("沙面島上一共有幾多棵樹？",), True), (("长隆野生动物世界有几只考拉？",), True),
     (("陈家祠对面那家“金记糖水”的招牌甜品是什么？",), True), (("石室圣心大教堂为什么叫“石室”？",), False),
     (("白云山索道是哪一年开通的？",), True), (("海珠桥是哪一年建成的？",), False), (("广州动物园在哪？谢谢 please",), False),
+    # what a question asks for, not only what it is about, is found in a sentence
+    (("十三行博物馆的馆长是谁？",), True), (("How many people visited Shamian Island last weekend?",), True),
+    (("陈家祠的门票多少钱？",), False), (("What is the height of the Canton Tower?",), False),
+    (("上下九步行街的骑楼有什么好处？",), False), (("广州为什么被称为花城？",), False),
+    (("华南植物园的温室门票多少钱？",), True),  # a price, where the passage says only that it costs
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)
