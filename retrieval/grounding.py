@@ -52,6 +52,11 @@ _COUNTED = re.compile(r"(?:多少|几多|几)\s*([个只家座层位棵条种辆
 # A price asked ("多少钱？", "how much…"): only a figure in yuan, or "free", answers it.
 _PRICE = re.compile(r"多少钱|几多钱|票价是?多少|\bhow much\b(?! time)", re.IGNORECASE)
 _PRICE_GIVEN = re.compile(r"\d\s*(?:元|块)|免费|免票|不收费")
+# A size asked ("多高？", "多长？", "how tall…"): only a number in a unit of that size answers it ("多长时间" is a time).
+_SIZE = re.compile(r"多(长|宽|高|深|远|重)(?!时间)|\bhow (wide|tall|high|deep|far|heavy)\b", re.IGNORECASE)
+_SIZE_UNITS = {"长": "米|公里|千米|km", "宽": "米|公里", "高": "米", "深": "米", "远": "米|公里|千米|分钟|小时",
+               "重": "吨|公斤|千克|斤|克"}
+_SIZE_UNITS |= {"wide": "米|公里", "tall": "米", "high": "米", "deep": "米", "far": _SIZE_UNITS["远"], "heavy": _SIZE_UNITS["重"]}
 _NOTE = re.compile(r"（[^（）\n]*）|\([^()\n]*\)")
 _QUOTED = re.compile(r"[“「《\"]([^”」》\"\n]{2,20})[”」》\"]")  # a name a question quotes: "“金记糖水”的招牌甜品是什么？"
 # What a question asks for, apart from what it is about: what follows its first 的 ("星火馆的馆长是谁？": 馆长); in English,
@@ -173,10 +178,11 @@ def unanswered(found: list[Found], question: str) -> bool:
     """Whether a question asks something particular (not only "tell me about…") that no sentence of the passages
     found bears on, or none bears on what it asks for (`_focus`: "星火馆的馆长是谁？" finds 星火馆, not 馆长), a count or
     a year ("多少棵树？", "哪一年开通？") that none of those sentences gives in its measure word (outside their notes in
-    brackets), a price none gives in yuan or as free, or a name it quotes that none of the passages holds
-    ("“金记糖水”的招牌甜品是什么？"): the passages then likely do not answer it. In a question not asked in English, an
-    English word the glossary does not know is a name or a stray word, not something asked. A question worded like one
-    of the names of the first passage's document that is itself a question is answered by it (`worded_like_a_name`)."""
+    brackets), a price none gives in yuan or as free, a size none gives in its unit ("多长？": 米, 公里), or a name it
+    quotes that none of the passages holds ("“金记糖水”的招牌甜品是什么？"): the passages then likely do not answer it. In a
+    question not asked in English, an English word the glossary does not know is a name or a stray word, not something
+    asked. A question worded like one of the names of the first passage's document that is itself a question is
+    answered by it (`worded_like_a_name`)."""
     if not found or worded_like_a_name(found[0], question) or not {term for term in set(_asked(found[0], question)) - _GENERAL
                          if in_english(question) or not re.fullmatch("[a-z]+", term) or term in GLOSSARY}:
         return False
@@ -187,6 +193,9 @@ def unanswered(found: list[Found], question: str) -> bool:
     if not chosen or counted and not re.search(rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*{counted[1] or '年'}", given):
         return True
     if _PRICE.search(plain) and not _PRICE_GIVEN.search(given):
+        return True
+    if (size := _SIZE.search(plain)) and not re.search(
+            rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*(?:{_SIZE_UNITS[(size[1] or size[2]).lower()]})", given):
         return True
     focus = [term for term in _asked(found[0], _focus(plain)) if term not in _GENERAL | _NAMING]
     if focus and not any(term in simplified(chosen).lower() for term in focus):

@@ -155,6 +155,7 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
     (("陈家祠的门票多少钱？",), False), (("What is the height of the Canton Tower?",), False),
     (("上下九步行街的骑楼有什么好处？",), False), (("广州为什么被称为花城？",), False),
     (("华南植物园的温室门票多少钱？",), True),  # a price, where the passage says only that it costs
+    (("北京路步行街的千年古道遗址有多长？",), True), (("白云山主峰海拔多高？",), False),  # a size: only in its unit
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)
