@@ -56,7 +56,9 @@ _PRICE_GIVEN = re.compile(r"\d\s*(?:元|块)|免费|免票|不收费")
 _SIZE = re.compile(r"多(长|宽|高|深|远|重)(?!时间)|\bhow (wide|tall|high|deep|far|heavy)\b", re.IGNORECASE)
 _SIZE_UNITS = {"长": "米|公里|千米|km", "宽": "米|公里", "高": "米", "深": "米", "远": "米|公里|千米|分钟|小时",
                "重": "吨|公斤|千克|斤|克"}
-_SIZE_UNITS |= {"wide": "米|公里", "tall": "米", "high": "米", "deep": "米", "far": _SIZE_UNITS["远"], "heavy": _SIZE_UNITS["重"]}
+_SIZE_UNITS |= {english: _SIZE_UNITS[chinese] for english, chinese in
+                {"wide": "宽", "tall": "高", "high": "高", "deep": "深", "far": "远", "heavy": "重"}.items()}
+_A_NUMBER = r"[0-9零一二三四五六七八九十百千万两]\s*多?\s*"  # before its measure word or unit: "600 米", "一百多座"
 _NOTE = re.compile(r"（[^（）\n]*）|\([^()\n]*\)")
 _QUOTED = re.compile(r"[“「《\"]([^”」》\"\n]{2,20})[”」》\"]")  # a name a question quotes: "“金记糖水”的招牌甜品是什么？"
 # What a question asks for, apart from what it is about: what follows its first 的 ("星火馆的馆长是谁？": 馆长); in English,
@@ -183,25 +185,30 @@ def unanswered(found: list[Found], question: str) -> bool:
     question not asked in English, an English word the glossary does not know is a name or a stray word, not something
     asked. A question worded like one of the names of the first passage's document that is itself a question is
     answered by it (`worded_like_a_name`)."""
-    if not found or worded_like_a_name(found[0], question) or not {term for term in set(_asked(found[0], question)) - _GENERAL
-                         if in_english(question) or not re.fullmatch("[a-z]+", term) or term in GLOSSARY}:
+    if not found or worded_like_a_name(found[0], question) or not _particular(_asked(found[0], question), question):
         return False
     chosen = "\n".join(line for passage in found for line in _chosen(passage, question) if line)
     plain = simplified(question)
     counted, quoted = _COUNTED.search(plain), _QUOTED.findall(plain)
     given = _NOTE.sub("", chosen)
-    if not chosen or counted and not re.search(rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*{counted[1] or '年'}", given):
+    if not chosen or counted and not re.search(rf"{_A_NUMBER}{counted[1] or '年'}", given):
         return True
     if _PRICE.search(plain) and not _PRICE_GIVEN.search(given):
         return True
-    if (size := _SIZE.search(plain)) and not re.search(
-            rf"[0-9零一二三四五六七八九十百千万两]\s*多?\s*(?:{_SIZE_UNITS[(size[1] or size[2]).lower()]})", given):
+    if (size := _SIZE.search(plain)) and not re.search(rf"{_A_NUMBER}(?:{_SIZE_UNITS[(size[1] or size[2]).lower()]})", given):
         return True
-    focus = [term for term in _asked(found[0], _focus(plain)) if term not in _GENERAL | _NAMING]
+    focus = [term for term in _particular(_asked(found[0], _focus(plain)), question) if term not in _NAMING]
     if focus and not any(term in simplified(chosen).lower() for term in focus):
         return True
     texts = "".join(simplified(passage.whole or passage.text) for passage in found).replace(" ", "") if quoted else ""
     return any(name.replace(" ", "") not in texts for name in quoted)  # whole documents read only for a quoted name
+
+
+def _particular(asked: list[str], question: str) -> list[str]:
+    """The words of `asked` that ask for something: not general ones, nor, in a question not asked in English, English
+    words the glossary does not know."""
+    return [term for term in asked if term not in _GENERAL
+            and (in_english(question) or not re.fullmatch("[a-z]+", term) or term in GLOSSARY)]
 
 
 def _focus(question: str) -> str:
