@@ -33,9 +33,10 @@ _PAID = re.compile(r"(?:需要|须|需|要|得)(?:先|提前)?(?:购买|买|购)
                    r"(?:admission )?ticket|not free", re.IGNORECASE)
 _FREE = re.compile(r"免费|free (?:of charge|admission|entry|to (?:enter|visit))|(?:admission|entry|entrance) is free|"
                    r"is free to (?:enter|visit)", re.IGNORECASE)
-_FREE_HELD = re.compile(r"免费|免票|免门票|不收费|无需门票|不需要门票|\bfree\b", re.IGNORECASE)
+FREE_HELD = re.compile(r"免费|免票|免门票|不收费|无需门票|不需要门票|\bfree\b", re.IGNORECASE)  # a source saying so
 _NOT_BEFORE = re.compile(r"(?:不|无|免|勿|不用|没有|not |n't |no |without )$", re.IGNORECASE)
-_PRICED = re.compile(r"\d+(?:\.\d+)?\s*(?:元|块|yuan|rmb)|收费|售票|购票|票价|门票\d", re.IGNORECASE)
+IN_YUAN = re.compile(r"\d+(?:\.\d+)?\s*(?:元|块|yuan|rmb)", re.IGNORECASE)  # a price given
+_PRICED = re.compile(rf"{IN_YUAN.pattern}|收费|售票|购票|票价|门票\d", re.IGNORECASE)
 
 
 def numbers(text: str) -> set[str]:
@@ -91,7 +92,7 @@ class Holder:
         if _PAID.fullmatch(claim):
             return bool(_PRICED.search(self.compact))
         if _FREE.fullmatch(claim):
-            return bool(_FREE_HELD.search(self.compact))
+            return bool(FREE_HELD.search(self.compact))
         if wanted := numbers(claim):
             return wanted <= self.numbers
         return "".join(claim.split()) in self.compact

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from config.message import Message
 from config.writing import HAN, KANA, simplified
+from retrieval.checking import FREE_HELD, IN_YUAN
 from retrieval.index import Found
 from retrieval.places import sight
 from retrieval.reading import ALIASES
@@ -49,9 +50,8 @@ _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{
 # the notes in brackets ("（2026 年 12 月整理，未核实）" says when the guide was written, not when a cable car opened).
 _COUNTED = re.compile(r"(?:多少|几多|几)\s*([个只家座层位棵条种辆间名人岁])|哪一?(年)|\b(?:what|which) (year)\b",
                       re.IGNORECASE)
-# A price asked ("多少钱？", "how much…"): only a figure in yuan, or "free", answers it.
+# A price asked ("多少钱？", "how much…"): only a figure in yuan, or "free", answers it (`checking.IN_YUAN`, `FREE_HELD`).
 _PRICE = re.compile(r"多少钱|几多钱|票价是?多少|\bhow much\b(?! time)", re.IGNORECASE)
-_PRICE_GIVEN = re.compile(r"\d\s*(?:元|块)|免费|免票|不收费")
 # A size asked ("多高？", "多长？", "how tall…"): only a number in a unit of that size answers it ("多长时间" is a time).
 _SIZE = re.compile(r"多(长|宽|高|深|远|重)(?!时间)|\bhow (wide|tall|high|deep|far|heavy)\b", re.IGNORECASE)
 _SIZE_UNITS = {"长": "米|公里|千米|km", "宽": "米|公里", "高": "米", "深": "米", "远": "米|公里|千米|分钟|小时",
@@ -193,7 +193,7 @@ def unanswered(found: list[Found], question: str) -> bool:
     given = _NOTE.sub("", chosen)
     if not chosen or counted and not re.search(rf"{_A_NUMBER}{counted[1] or '年'}", given):
         return True
-    if _PRICE.search(plain) and not _PRICE_GIVEN.search(given):
+    if _PRICE.search(plain) and not (IN_YUAN.search(given) or FREE_HELD.search(given)):
         return True
     if (size := _SIZE.search(plain)) and not re.search(rf"{_A_NUMBER}(?:{_SIZE_UNITS[(size[1] or size[2]).lower()]})", given):
         return True
