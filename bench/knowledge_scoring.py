@@ -54,8 +54,10 @@ def in_their_language(question: str, answer: str) -> bool:
 
 
 def right(answer: str, keys: list[list[str]]) -> bool:
-    compact = answer.replace(" ", "").lower()
-    return all(any(key.replace(" ", "").lower() in compact for key in group) for group in keys)
+    """Whether an answer holds a phrase of every group of `keys`, compared in Simplified characters: a reply in the
+    visitor's Traditional ones ("花崗巖") is as right as in Simplified ("花岗岩")."""
+    compact = simplified(answer).replace(" ", "").lower()
+    return all(any(simplified(key).replace(" ", "").lower() in compact for key in group) for group in keys)
 
 
 def honest(answer: str) -> bool:

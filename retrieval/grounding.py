@@ -48,8 +48,15 @@ _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 # What a question counts in ("多少棵树？" 棵, "几只考拉？" 只, "哪一年开通的？" 年): only a number in it answers, outside
 # the notes in brackets ("（2026 年 12 月整理，未核实）" says when the guide was written, not when a cable car opened).
-_COUNTED = re.compile(r"(?:多少|几多|几)\s*([个只家座层位棵条种辆间名人岁])|哪一?(年)|\b(?:what|which) (year)\b",
+_COUNTED = re.compile(r"(?:多少|几多|几)\s*([个只家座层位棵条种辆间名人岁栋场年])|哪一?(年)|\b(?:what|which) (year)\b",
                       re.IGNORECASE)
+# A time of day asked ("几点开门？", "what time…"): only a clock time, or "all day", answers it.
+_WHEN = re.compile(r"几点|\bwhat time\b", re.IGNORECASE)
+_CLOCK = re.compile(r"\d{1,2}\s*[:：]\s*\d{2}|[0-9零一二三四五六七八九十两]+\s*点|全天|24\s*小时|\d\s*[ap]\.?m\b", re.IGNORECASE)
+# What the guide defers to others ("门票和开放时间请以寺院公告为准", "请查询官方公告") it does not answer: such a clause
+# is no answer to what it names.
+_DEFERS = re.compile("为准|请查询|请咨询")
+_CLAUSE = re.compile(r"[^。；;！？!?\n]*[。；;！？!?\n]?")
 # A price asked ("多少钱？", "how much…"): only a figure in yuan, or "free", answers it (`checking.IN_YUAN`, `FREE_HELD`).
 _PRICE = re.compile(r"多少钱|几多钱|票价是?多少|\bhow much\b(?! time)", re.IGNORECASE)
 # A size asked ("多高？", "多长？", "how tall…"): only a number in a unit of that size answers it ("多长时间" is a time).
@@ -66,6 +73,7 @@ _QUOTED = re.compile(r"[“「《\"]([^”」》\"\n]{2,20})[”」》\"]")  # a
 # name or a part ("叫什么", "部分") are not what it asks for.
 _FOCUS_EN = re.compile(r"\bhow many (\w+)|\b(?:what|who) (?:is|are|was|were) the ((?:\w+ )+?)of\b", re.IGNORECASE)
 _NAMING = frozenset(("部分", "叫", "叫做", "称为", "名字", "名称"))
+_POINTING = re.compile(rf"[这那哪]一?[个条座家位只种间栋]|{'|'.join(sorted(_NAMING, key=len, reverse=True))}")
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 _NO_LINKS = str.maketrans("[]", "［］")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
@@ -180,8 +188,10 @@ def unanswered(found: list[Found], question: str) -> bool:
     """Whether a question asks something particular (not only "tell me about…") that no sentence of the passages
     found bears on, or none bears on what it asks for (`_focus`: "星火馆的馆长是谁？" finds 星火馆, not 馆长), a count or
     a year ("多少棵树？", "哪一年开通？") that none of those sentences gives in its measure word (outside their notes in
-    brackets), a price none gives in yuan or as free, a size none gives in its unit ("多长？": 米, 公里), or a name it
-    quotes that none of the passages holds ("“金记糖水”的招牌甜品是什么？"): the passages then likely do not answer it. In a
+    brackets) nor lists ("几个门？": "南门、西门"), a time of day none gives as a clock time ("几点？"), a price none gives
+    in yuan or as free, a size none gives in its unit ("多长？": 米, 公里), or a name it quotes that none of the passages
+    holds ("“金记糖水”的招牌甜品是什么？"): the passages then likely do not answer it. A clause that leaves the answer to
+    others ("门票和开放时间请以寺院公告为准") answers none of these. In a
     question not asked in English, an English word the glossary does not know is a name or a stray word, not something
     asked. A question worded like one of the names of the first passage's document that is itself a question is
     answered by it (`worded_like_a_name`)."""
@@ -190,18 +200,30 @@ def unanswered(found: list[Found], question: str) -> bool:
     chosen = "\n".join(line for passage in found for line in _chosen(passage, question) if line)
     plain = simplified(question)
     counted, quoted = _COUNTED.search(plain), _QUOTED.findall(plain)
-    given = _NOTE.sub("", chosen)
-    if not chosen or counted and not re.search(rf"{_A_NUMBER}{counted[1] or '年'}", given):
+    kept = "".join(clause for clause in _CLAUSE.findall(chosen) if not _DEFERS.search(clause))
+    given = _NOTE.sub("", kept)
+    if not chosen or counted and not re.search(rf"{_A_NUMBER}{counted[1] or '年'}", given) and not _listed(counted, plain, given):
+        return True
+    if _WHEN.search(plain) and not _CLOCK.search(kept):  # "高峰（约 8:00–9:30）": in brackets
         return True
     if _PRICE.search(plain) and not (IN_YUAN.search(given) or FREE_HELD.search(given)):
         return True
     if (size := _SIZE.search(plain)) and not re.search(rf"{_A_NUMBER}(?:{_SIZE_UNITS[(size[1] or size[2]).lower()]})", given):
         return True
-    focus = [term for term in _particular(_asked(found[0], _focus(plain)), question) if term not in _NAMING]
-    if focus and not any(term in simplified(chosen).lower() for term in focus):
+    wanted = _focus(plain)  # the words an answer may use ("多久": 小时, 天) are not what it asks for
+    focus = [term for term in _particular(_asked(found[0], wanted), question)
+             if term not in _NAMING and term not in set(said_otherwise(wanted)) - set(terms(wanted))]
+    if focus and not any(term in simplified(given).lower() for term in focus):
         return True
     texts = "".join(simplified(passage.whole or passage.text) for passage in found).replace(" ", "") if quoted else ""
     return any(name.replace(" ", "") not in texts for name in quoted)  # whole documents read only for a quoted name
+
+
+def _listed(counted: re.Match, question: str, given: str) -> bool:
+    """Whether `given` lists the things a count asks for ("几个门？": "南门、西门、北门"), each named with the word after
+    the measure word."""
+    thing = HAN.match(question, counted.end())
+    return bool(thing) and bool(re.search(rf"{thing[0][0]}[、，和与及][^、，。\n]{{1,6}}{thing[0][0]}", given))
 
 
 def _particular(asked: list[str], question: str) -> list[str]:
@@ -212,9 +234,10 @@ def _particular(asked: list[str], question: str) -> list[str]:
 
 
 def _focus(question: str) -> str:
-    """The part of a question (in Simplified characters) that says what it asks for (`_FOCUS_EN`), or ""."""
+    """The part of a question (in Simplified characters) that says what it asks for (`_FOCUS_EN`), or "", without the
+    words that point ("那条河叫什么": 河) or ask for a name (`_NAMING`), which jieba would cut into the thing ("河叫")."""
     if "的" in question:
-        return question.split("的", 1)[1]
+        return _POINTING.sub(" ", question.split("的", 1)[1])
     match = _FOCUS_EN.search(question)
     return (match[1] or match[2]) if match else ""
 

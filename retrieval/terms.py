@@ -23,6 +23,9 @@ from pypinyin import lazy_pinyin
 from config.writing import HAN, simplified
 
 _WORD = re.compile(r"\w", re.UNICODE)
+# The words of written Cantonese that only join the others ("係" is, "嘅" of, "喺" at, "咩" what): cut out before jieba,
+# which would otherwise join them to the word before ("六榕寺個名係點嚟嘅": 名系, "關公獅係咩顏色": 狮系).
+_CANTONESE = re.compile("[係嘅喺咗嚟咩乜佢哋唔冇啲嗰嘢俾]")
 _LATIN = re.compile(r"[a-z]+")
 GLOSSARY: dict[str, list[str]] = tomllib.loads(Path(__file__).with_name("glossary.toml").read_text(encoding="utf-8"))
 SAID_OTHERWISE: dict[str, list[str]] = GLOSSARY.pop("said_otherwise")
@@ -38,7 +41,7 @@ STOP = ENGLISH_STOP | frozenset("的 了 是 在 和 与 及 或 吗 呢 吧 啊
 
 
 def terms(text: str, pairs: bool = False) -> list[str]:
-    lowered = simplified(text).lower()
+    lowered = simplified(_CANTONESE.sub(" ", text)).lower()
     words = [_singular(word) for word in rjieba.cut_for_search(lowered) if _WORD.search(word)]
     words = [word for word in words if word not in STOP]
     if pairs:

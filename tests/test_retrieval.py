@@ -156,6 +156,12 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
     (("上下九步行街的骑楼有什么好处？",), False), (("广州为什么被称为花城？",), False),
     (("华南植物园的温室门票多少钱？",), True),  # a price, where the passage says only that it costs
     (("北京路步行街的千年古道遗址有多长？",), True), (("白云山主峰海拔多高？",), False),  # a size: only in its unit
+
+    # a time of day: only a clock time; what the guide leaves to an announcement ("以寺院公告为准") answers nothing
+    (("六榕寺每天几点敲钟？",), True), (("广州地铁早高峰大概是几点？",), False), (("今年灯光节的主题是什么？",), True),
+    (("学醒狮一般要学多少年才能上台表演？",), True), (("白雲山有邊幾個門可以上山？",), False),  # a count, or a list
+    (("永庆坊旁边可以划船的那条河叫什么？",), False), (("六榕寺個名係點嚟嘅？",), False),
+    (("珠江夜遊坐船大概要幾耐？",), False), (("长隆野生动物世界的游园小火车坐一圈要多久？",), True),
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)
