@@ -248,7 +248,9 @@ async def test_documents_that_bite_dropped_into_a_running_apps_folder_cost_one_l
         running.wait_until_ready(timeout=60)
 
         def drop_them() -> None:
-            docx_bomb(documents / "炸弹.docx")
+            # made beside the folder and moved in whole: compressing 300 MiB writes nothing for over a second on a
+            # slow CPU, and a file that stops growing that long is read as it stands (then again once it changes)
+            docx_bomb(tmp_path / "炸弹.docx").rename(documents / "炸弹.docx")
             with open(documents / "大.pdf", "wb") as file:
                 file.truncate(200 * 2 ** 20)
             (documents / "坏.pdf").write_bytes(b"%PDF-1.7 not really")
