@@ -210,9 +210,9 @@ def unanswered(found: list[Found], question: str) -> bool:
         return True
     if (size := _SIZE.search(plain)) and not re.search(rf"{_A_NUMBER}(?:{_SIZE_UNITS[(size[1] or size[2]).lower()]})", given):
         return True
-    wanted = _focus(plain)  # the words an answer may use ("多久": 小时, 天) are not what it asks for
-    focus = [term for term in _particular(_asked(found[0], wanted), question)
-             if term not in _NAMING and term not in set(said_otherwise(wanted)) - set(terms(wanted))]
+    wanted = _focus(plain)
+    answered_with = set(said_otherwise(wanted)) - set(terms(wanted))  # "多久": 小时, 天 are not what it asks for
+    focus = [term for term in _particular(_asked(found[0], wanted), question) if term not in answered_with]
     if focus and not any(term in simplified(given).lower() for term in focus):
         return True
     texts = "".join(simplified(passage.whole or passage.text) for passage in found).replace(" ", "") if quoted else ""
