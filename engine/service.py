@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from engine.thinking import has_switch
 
 log = logging.getLogger(__name__)
 ENGINE_TITLE = "VLLM::"  # how vLLM titles its processes (its engine core, any worker): VLLM_PROCESS_NAME_PREFIX
+ENGINE_CORE = "EngineCore"  # vLLM's name for its engine core's `multiprocessing.Process` (vllm/v1/engine/utils.py)
 STOPPING = "服务正在停止。 The app is stopping; the engine is not loaded."
 
 
@@ -90,12 +92,14 @@ BACKEND: Backend | None = None  # another engine, put here by a launcher before 
 
 def end_engine_processes(grace: float = 3.0) -> None:
     """Terminate the engine's processes that are still running (vLLM titles them `VLLM::…`: its engine core and any
-    worker), and what they started, then kill what outlives `grace` seconds. The app's other children (the document
-    reader) are theirs to end."""
+    worker), and what they started, then kill what outlives `grace` seconds. An engine core spawned a moment ago has
+    no title yet (on a slow CPU it imports vLLM for over ten seconds first): it is known by the name of its
+    `multiprocessing` process. The app's other children (the document reader) are theirs to end."""
+    spawned = {process.pid for process in multiprocessing.active_children() if process.name.startswith(ENGINE_CORE)}
     engines = []
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            if ENGINE_TITLE in " ".join(child.cmdline()):
+            if child.pid in spawned or ENGINE_TITLE in " ".join(child.cmdline()):
                 engines += [child, *child.children(recursive=True)]
     engines = list({process.pid: process for process in engines}.values())
     for process in engines:

@@ -123,9 +123,10 @@ async def test_an_engine_that_dies_during_shutdown_is_not_rebuilt():
 
 
 def test_ending_the_engines_processes_leaves_the_apps_others_running():
-    """At shutdown the engine's processes (titled as vLLM titles its engine core) end, with what they started; another
-    child of the app (the document reader, here a sleeper) is not the engine's to end. In a process of its own: this
-    one may hold the tests' engine."""
+    """At shutdown the engine's processes (titled as vLLM titles its engine core) end, with what they started, and so
+    does an engine core spawned a moment ago, before it titles itself (named as vLLM names it); another child of the
+    app (the document reader, here sleepers, started both ways) is not the engine's to end. In a process of its own:
+    this one may hold the tests' engine."""
     import json
     import subprocess
     import sys
@@ -133,24 +134,33 @@ def test_ending_the_engines_processes_leaves_the_apps_others_running():
     from tests.support import ROOT
 
     script = """
-import json, subprocess, sys, time
+import json, multiprocessing, multiprocessing.connection, subprocess, sys, time
 import psutil
 from engine.service import end_engine_processes
-titled = ("import setproctitle, subprocess, sys, time; setproctitle.setproctitle('VLLM::EngineCore'); "
-          "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)")
-core = subprocess.Popen([sys.executable, "-c", titled])
-other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-deadline = time.monotonic() + 20
-while not psutil.Process(core.pid).children() and time.monotonic() < deadline:
-    time.sleep(0.1)
-its_child = psutil.Process(core.pid).children()[0]
-end_engine_processes(grace=3.0)
-print(json.dumps({"core_ended": core.wait(timeout=10) is not None,
-                  "its_child_ended": not its_child.is_running() or its_child.status() == psutil.STATUS_ZOMBIE,
-                  "other_running": other.poll() is None}))
-other.kill()
+if __name__ == "__main__":
+    titled = ("import setproctitle, subprocess, sys, time; setproctitle.setproctitle('VLLM::EngineCore'); "
+              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)")
+    core = subprocess.Popen([sys.executable, "-c", titled])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    spawn = multiprocessing.get_context("spawn")
+    untitled = spawn.Process(target=time.sleep, args=(60,), name="EngineCore")
+    reader = spawn.Process(target=time.sleep, args=(60,), name="document-reader")
+    untitled.start()
+    reader.start()
+    deadline = time.monotonic() + 20
+    while not psutil.Process(core.pid).children() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    its_child = psutil.Process(core.pid).children()[0]
+    end_engine_processes(grace=3.0)
+    print(json.dumps({"core_ended": core.wait(timeout=10) is not None,
+                      "its_child_ended": not its_child.is_running() or its_child.status() == psutil.STATUS_ZOMBIE,
+                      "untitled_ended": multiprocessing.connection.wait([untitled.sentinel], timeout=10) != [],
+                      "other_running": other.poll() is None, "reader_running": reader.is_alive()}))
+    other.kill()
+    reader.kill()
 """
     ran = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert json.loads(ran.stdout.strip().splitlines()[-1]) == {"core_ended": True, "its_child_ended": True,
-                                                               "other_running": True}
+    assert json.loads(ran.stdout.strip().splitlines()[-1]) == {
+        "core_ended": True, "its_child_ended": True, "untitled_ended": True, "other_running": True,
+        "reader_running": True}
