@@ -1,7 +1,8 @@
 """Shared fixtures: the tiny model (built once per run), one real engine, one running app, one browser; and
 each test's tier. The helpers tests share are in `tests/support.py`.
 
-Everything expensive is session-scoped and shared. Nothing here downloads anything.
+Everything expensive is session-scoped and shared. Nothing here downloads anything. A failed test that used a
+running app shows the end of that app's log (what CI prints is all there is of a run elsewhere).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.app_process import AppProcess
 from harness.browser import launch_chromium
 from tests.support import ARTIFACTS, GUIDE, RunningApp
 from tests.tiny_model import build_tiny_qwen
@@ -21,6 +23,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not item.get_closest_marker("fast") and not item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport:
+    report = yield
+    if report.failed:
+        for value in getattr(item, "funcargs", {}).values():
+            if isinstance(value, AppProcess):
+                report.sections.append((f"the end of {value.log_path.name}", value.log()[-4000:]))
+    return report
 
 
 @pytest.fixture(scope="session")
