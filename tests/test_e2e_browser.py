@@ -90,9 +90,10 @@ def test_stop_keeps_the_partial_reply(browser, app):
     time.sleep(2.0)
     assert page.locator(REPLY).first.inner_text() == partial != ""  # nothing more arrives, text stays
     # The next prompt holds the stopped reply: user, partial assistant reply, user.
+    shown = page.locator(REPLY).count()  # the stopped reply, and Chainlit's own "Task manually stopped."
     send(page, "继续")
     # Stopped once the reply has begun: a stop before that ends the question's turn with no reply to keep.
-    page.wait_for_selector(f"{REPLY} >> nth=1", timeout=30_000)
+    page.wait_for_selector(f"{REPLY} >> nth={shown}", timeout=30_000)
     press_stop(page)
     assert wait_until(lambda: app.reply_stats()[-1] != stopped_line)
     assert "in 3 messages" in app.reply_stats()[-1]
