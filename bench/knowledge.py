@@ -35,6 +35,7 @@ import re
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from bench.knowledge_scoring import COVERED, GUIDE, HALVES, OUT, SAMPLES, half, halves, load_questions, parse, turns
@@ -65,7 +66,7 @@ def recall(questions: dict[str, list[dict]], pairs: bool, folder: Path) -> dict:
         for question in questions[kind]:
             started = time.perf_counter()
             history = [{"role": "user", "content": text} for text in turns(question)]
-            search = search_for(history, names)
+            search = search_for(history, names, partial(index.holding, folders=[GUIDE, SAMPLES]))
             found = [passage.name for passage in index.search(search.text, [GUIDE, SAMPLES], 10, search.documents)]
             seconds.append(time.perf_counter() - started)
             ranks.append(found.index(question["source"]) + 1 if question["source"] in found else None)

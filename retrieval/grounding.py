@@ -6,7 +6,8 @@ passage the model gets only the sentences that bear on the question (`focused`);
 A question asked in English, Japanese or Korean is answered in its language. Each question's search decides what it is
 about (`search_for`): a question that names a document's sight or topic by any of its names, in any script, searches
 for that alone; a follow-up that names none or points back ("它几点开门？", "Which metro station is nearest to it?")
-carries the sight the conversation last named. A reply drew on a passage when it repeats something of it that the
+carries the sight the conversation last named, unless it asks about a thing only other documents hold ("关公狮是什么颜色？"
+after a question on 六榕寺). A reply drew on a passage when it repeats something of it that the
 question did not already say, and says nothing of the documents being silent (`drawn_on`).
 """
 
@@ -20,10 +21,10 @@ from dataclasses import dataclass, replace
 from config.message import Message
 from config.writing import HAN, KANA, simplified
 from retrieval.checking import FREE_HELD, IN_YUAN
-from retrieval.index import Found
+from retrieval.index import Found, Held
 from retrieval.places import sight
 from retrieval.reading import ALIASES
-from retrieval.terms import ENGLISH_STOP, GLOSSARY, said_otherwise, terms, translated
+from retrieval.terms import ENGLISH_STOP, GLOSSARY, names_a_thing, said_otherwise, terms, translated
 
 _NAMES = set(terms("广州 guangzhou"))  # the city every question of the guide is about: it tells nothing
 
@@ -77,6 +78,7 @@ _POINTING = re.compile(rf"[这那哪]一?[个条座家位只种间栋]|{'|'.join
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 _NO_LINKS = str.maketrans("[]", "［］")
 FOCUS_ABOVE = 200  # a passage longer than this many characters is cut to the sentences bearing on the question
+FEW_HOLDERS = 4  # a word of a follow-up held by no more documents than this, none of them the conversation's, names a thing
 SAME_WORDING = 0.75  # share of a question's terms in such a name that make it another wording of it
 MAX_ASKED = 32  # the words of a question looked for in a passage's sentences: a question is short, a pasted text is not
 
@@ -84,6 +86,9 @@ MAX_ASKED = 32  # the words of a question looked for in a passage's sentences: a
 # Words that point back at what the conversation is about, in the visitors' languages.
 _BACK = re.compile(r"\b(?:it|its|there|that place|this place)\b|它|那里|那儿|这里|这儿|那边|这边|该景点|佢|嗰度|呢度|そこ|それ|"
                    r"あそこ|거기|그곳", re.IGNORECASE)
+
+
+Holding = Callable[..., dict[str, Held]]  # `KnowledgeIndex.holding`, its folders given
 
 
 @dataclass(frozen=True)
@@ -114,10 +119,13 @@ def _name(name: str) -> str:
     return plain if len(plain) > 1 and not set(terms(plain)) <= _NAMES else ""
 
 
-def search_for(history: list[Message], names: dict[str, tuple[str, ...]]) -> Search:
+def search_for(history: list[Message], names: dict[str, tuple[str, ...]],
+               holding: Holding) -> Search:
     """What to search for before the newest question of `history`: the documents it names; when it names none, or
     points back ("它", "it", "there"), also those the latest earlier question that named any named, and their names
-    join the search. When no question named any: the newest question with the one before it, among all documents."""
+    join the search, unless it names none and asks about a thing of other documents (`_elsewhere`, with `holding`:
+    `KnowledgeIndex.holding`): then it alone, among all. When no question named any: the newest question with the one
+    before it, among all documents."""
     questions = [message["content"] for message in history if message["role"] == "user"]
     newest = questions[-1]
     sights = named(newest, names)
@@ -125,8 +133,24 @@ def search_for(history: list[Message], names: dict[str, tuple[str, ...]]) -> Sea
         return Search(newest, _about(sights.values(), names))
     for earlier in reversed(questions[:-1]):
         if before := named(earlier, names):
+            carried = _about(before.values(), names)
+            if not sights and not _BACK.search(newest) and _elsewhere(newest, carried, holding):
+                return Search(newest)
             return Search("\n".join([newest, *before.values()]), _about([*sights.values(), *before.values()], names))
     return Search("\n".join(questions[-2:]), _about(sights.values(), names))
+
+
+def _elsewhere(question: str, carried: frozenset[str], holding: Holding) -> bool:
+    """Whether a follow-up asks about a thing of other documents than the `carried` ones ("關公獅係咩顏色？" after
+    六榕寺): one of its Chinese words of two characters or more is a thing at most `FEW_HOLDERS` others describe
+    (`index.describes`), names (`terms.names_a_thing`: not 好吃, 停车场) and the carried ones do not hold, and no word
+    as rare is held by the carried ones ("摩天轮" of 广州塔)."""
+    words = [term for term in terms(question) if HAN.fullmatch(term) and len(term) > 1 and term not in _GENERAL]
+    held = holding(words, rare=FEW_HOLDERS)
+    rare = [word for word in words if 0 < len(held[word].by) <= FEW_HOLDERS]
+    things = [word for word in rare if held[word].describing and names_a_thing(word)]
+    return (any(not held[word].by & carried for word in things)
+            and not any(held[word].by & carried for word in rare))
 
 
 def _about(found: Iterable[str], names: dict[str, tuple[str, ...]]) -> frozenset[str]:

@@ -20,6 +20,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+from config.writing import simplified
 from retrieval.places import places as places_in
 from retrieval.places import sight
 from retrieval.reader_process import ReaderProcess
@@ -59,6 +60,23 @@ class Found:
     def name(self) -> str:
         """The document's file name without its extension: how a reply names its source."""
         return Path(self.path).stem
+
+
+@dataclass(frozen=True)
+class Held:
+    """The documents that hold a word (`KnowledgeIndex.holding`), and those of them that describe it as a thing."""
+
+    by: frozenset[str]
+    describing: frozenset[str]
+
+
+def describes(word: str, title: str, aliases: str, text: str) -> bool:
+    """Whether a document (its title, other names and a passage) describes `word` as a thing of its own: a name of the
+    document begins with it, or the passage gives it as a term ("- 虾饺：澄面做的…", "关公狮（红色）", "“镬耳屋”")."""
+    names = [title, *re.split("[;；]", aliases)]
+    term = rf"{re.escape(word)}[\u3400-\u9fff]{{0,2}}\s*[：:（(]|[“「《]{re.escape(word)}"
+    return (any(simplified(name).strip().lower().startswith(word) for name in names)
+            or bool(re.search(term, simplified(text).lower())))
 
 
 @dataclass(frozen=True)
@@ -164,6 +182,22 @@ class KnowledgeIndex:
             rows = db.execute(f"SELECT path, title, aliases FROM documents WHERE problem = '' AND folder IN "
                               f"({', '.join('?' * len(keys))})", keys).fetchall()
         return {path: _names(title, aliases) for path, title, aliases in rows}
+
+    def holding(self, words: Iterable[str], folders: Iterable[Path], rare: int) -> dict[str, Held]:
+        """Each of `words` (search terms) with the readable documents of `folders` (their paths) that hold it, in a
+        passage or a name, and, for a word at most `rare` documents hold, those of them that describe it as a thing
+        (`describes`; a common word's passages are not read)."""
+        keys = [str(folder.resolve()) for folder in folders]
+        match = ("FROM terms JOIN passages p ON p.id = terms.rowid JOIN documents d ON d.id = p.document WHERE terms MATCH "
+                 f"? AND d.problem = '' AND d.folder IN ({', '.join('?' * len(keys))})")
+        held = {}
+        with closing(self._connect()) as db:
+            for word in dict.fromkeys(words):
+                query = ('"' + word.replace('"', '""') + '"', *keys)
+                by = frozenset(path for path, in db.execute(f"SELECT DISTINCT d.path {match}", query))
+                rows = db.execute(f"SELECT d.path, d.title, d.aliases, p.text {match}", query) if len(by) <= rare else ()
+                held[word] = Held(by, frozenset(path for path, *texts in rows if describes(word, *texts)))
+        return held
 
     def places(self, folders: Iterable[Path]) -> frozenset[str]:
         """The places the documents of `folders` know (`retrieval.places`): districts and stations, and the names of

@@ -132,7 +132,7 @@ class KnowledgeBase:
         folders = self.folders(persona)
         if folders not in self._names:  # read from the index once it changes, not for every question
             self._names[folders] = self.index.names(folders)
-        search = search_for(history, self._names[folders])
+        search = search_for(history, self._names[folders], functools.partial(self.index.holding, folders=folders))
         found = self.index.search(search.text, folders, TOP_K, search.documents)
         found = [passage for passage in found if passage.score >= RELATIVE_FLOOR * found[0].score]
         return within(focused(found, history[-1]["content"]), budget, length)

@@ -29,6 +29,10 @@ _CANTONESE = re.compile("[係嘅喺咗嚟咩乜佢哋唔冇啲嗰嘢俾]")
 _LATIN = re.compile(r"[a-z]+")
 GLOSSARY: dict[str, list[str]] = tomllib.loads(Path(__file__).with_name("glossary.toml").read_text(encoding="utf-8"))
 SAID_OTHERWISE: dict[str, list[str]] = GLOSSARY.pop("said_otherwise")
+COMMON = 100  # a word jieba's dictionary counts this often is a common word, not a name
+_PROPER = frozenset(("nr", "ns", "nt", "nz"))  # jieba's tags of a person's, a place's, an organisation's, another name
+# What visitors ask of any sight, in the guide's words (门票, 闭馆, 停车): the glossary's Chinese words.
+FACETS = frozenset(word for words in [*GLOSSARY.values(), *SAID_OTHERWISE.values(), [*SAID_OTHERWISE]] for word in words)
 ENGLISH_STOP = frozenset("a an the is are was were be been do does did of in on at to for from by with about and or but "
                          "not what which who whom whose when where why how much many there it its this that these those "
                          "i me my we our you your he she they them can could should would will shall may might must s "
@@ -47,6 +51,13 @@ def terms(text: str, pairs: bool = False) -> list[str]:
     if pairs:
         words += [run[i:i + 2] for run in HAN.findall(lowered) for i in range(len(run) - 1)]
     return words
+
+
+def names_a_thing(word: str) -> bool:
+    """Whether a Chinese word is a name rather than what anyone may ask of a sight: jieba tags it a proper noun, or
+    its dictionary counts it fewer than `COMMON` times (虾饺, 双皮奶, 关公 are; 好吃, 传说, 停车场 are not), and it is no
+    word of the glossary (闭馆)."""
+    return word not in FACETS and (rjieba.tag(word)[0][1] in _PROPER or rjieba.suggest_freq(word) < COMMON)
 
 
 def translated(text: str) -> list[str]:

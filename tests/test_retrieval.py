@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
+from functools import partial
+from pathlib import Path
 
 import docx
 import pytest
@@ -32,11 +34,11 @@ from retrieval.grounding import (
     unanswered,
     within,
 )
-from retrieval.index import Found, KnowledgeIndex
+from retrieval.index import Found, KnowledgeIndex, describes
 from retrieval.library import entry
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
-from retrieval.terms import romanized, terms, translated
+from retrieval.terms import names_a_thing, romanized, terms, translated
 from tests.support import GUIDE, pdf_with_text
 
 pytestmark = pytest.mark.fast
@@ -103,6 +105,10 @@ def conversation(*questions: str) -> list[dict]:
             for role, text in (("user", question), ("assistant", "……"))][:-1]
 
 
+def holding(index: KnowledgeIndex, *folders: Path):
+    return partial(index.holding, folders=folders)
+
+
 @pytest.mark.parametrize(("questions", "document"), [
     (("介绍一下陈家祠", "它几点开门？"), "陈家祠"),  # names none: the conversation's sight
     (("陈家祠的门票多少钱？", "How tall is the Canton Tower?"), "广州塔"),  # a new sight, another language
@@ -110,10 +116,23 @@ def conversation(*questions: str) -> list[dict]:
     (("How tall is the Canton Tower?", "Which metro station is nearest to it?"), "广州塔"),  # points back
     (("白云山有多高？", "陳家祠門票幾多錢？", "佢喺邊個區？"), "陈家祠"),  # Traditional and Cantonese, then back
     (("沙面以前是哪两个国家的租界？", "门票要钱吗？"), "沙面"),
+    (("沙面以前是哪两个国家的租界？", "需要预约吗？"), "沙面"), (("白云山有多高？", "缆车票多少钱？"), "白云山"),
+    (("沙面以前是哪两个国家的租界？", "有什么传说？"), "沙面"), (("六榕寺是哪一年建的？", "有什么好吃的？"), "六榕寺"),
+    # names none, but a thing of another entry
+    (("六榕寺是哪一年建的？", "關公獅係咩顏色？"), "醒狮"), (("陈家祠的门票多少钱？", "虾饺的皮是用什么做的？"), "早茶点心"),
 ])
 def test_each_question_searches_for_its_own_sight_or_carries_the_conversations(index, questions, document):
-    search = search_for(conversation(*questions), index.names([GUIDE]))
+    search = search_for(conversation(*questions), index.names([GUIDE]), holding(index, GUIDE))
     assert index.search(search.text, [GUIDE], 1, search.documents)[0].name == document, search
+
+
+def test_a_thing_is_told_from_what_anyone_may_ask_of_a_sight_and_from_how_a_document_gives_it():
+    assert all(map(names_a_thing, ["虾饺", "双皮奶", "关公", "木棉花"]))
+    assert not any(map(names_a_thing, ["好吃", "传说", "停车场", "拍照", "闭馆", "门票"]))
+    assert describes("虾饺", "早茶点心", "dim sum", "- 虾饺：澄面做的半透明外皮。")
+    assert describes("关公", "醒狮", "lion dance", "刘备狮（黄色）、关公狮（红色）。")
+    assert describes("木棉花", "木棉花：广州的市花", "kapok", "木棉一般在三月开放。")
+    assert not describes("餐厅", "沙面", "Shamian", "岛上有不少咖啡馆和西餐厅。")
 
 
 def test_an_operators_document_named_after_a_sight_is_searched_with_it(index, tmp_path):
@@ -121,7 +140,7 @@ def test_an_operators_document_named_after_a_sight_is_searched_with_it(index, tm
     folder.mkdir()
     (folder / "沙面地图.md").write_text("# 沙面地图\n\n沙面的码头在沙面南边，渡轮每 20 分钟一班。\n", encoding="utf-8")
     index.sync(folder)
-    search = search_for(conversation("沙面的码头在哪里？"), index.names([GUIDE, folder]))
+    search = search_for(conversation("沙面的码头在哪里？"), index.names([GUIDE, folder]), holding(index, GUIDE, folder))
     assert index.search(search.text, [GUIDE, folder], 1, search.documents)[0].name == "沙面地图"
 
 
@@ -130,7 +149,7 @@ def test_an_operators_document_named_after_a_sight_is_searched_with_it(index, tm
     ("廣州塔喺邊個區？", "广州塔"), ("沙面點樣去？", "沙面"),
 ])
 def test_traditional_and_cantonese_questions_find_what_simplified_ones_do(index, question, document):
-    search = search_for(conversation(question), index.names([GUIDE]))
+    search = search_for(conversation(question), index.names([GUIDE]), holding(index, GUIDE))
     assert index.search(search.text, [GUIDE], 1, search.documents)[0].name == document
 
 
@@ -165,7 +184,7 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)
-    search = search_for(history, index.names([GUIDE]))
+    search = search_for(history, index.names([GUIDE]), holding(index, GUIDE))
     found = focused(index.search(search.text, [GUIDE], 2, search.documents), questions[-1])
     assert unanswered(found, questions[-1]) == expected
     assert (NOT_ANSWERED in grounded(history, found)[-1]["content"]) == expected
@@ -187,7 +206,7 @@ def test_the_reply_to_a_question_no_passage_answers_says_so_in_the_visitors_lang
 def test_a_reply_that_claims_a_source_the_passages_do_not_answer_from_is_marked(index):
     """Finding 4 of issue 49: "根据【参考资料】，木棉小馆的老板叫任嚣。" under passages that never name the owner."""
     question = "越秀公园旁边那家叫“木棉小馆”的餐厅，老板叫什么名字？"
-    search = search_for(conversation(question), index.names([GUIDE]))
+    search = search_for(conversation(question), index.names([GUIDE]), holding(index, GUIDE))
     found = focused(index.search(search.text, [GUIDE], 2, search.documents), question)
     assert unanswered(found, question)
     lines, used, missing = appended("根据【参考资料】，越秀公园的五羊石像旁边，木棉小馆的老板叫任嚣。", found, question)
