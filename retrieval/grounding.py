@@ -119,38 +119,58 @@ def _name(name: str) -> str:
     return plain if len(plain) > 1 and not set(terms(plain)) <= _NAMES else ""
 
 
-def search_for(history: list[Message], names: dict[str, tuple[str, ...]],
-               holding: Holding) -> Search:
+def search_for(history: list[Message], names: dict[str, tuple[str, ...]], holding: Holding) -> Search:
     """What to search for before the newest question of `history`: the documents it names; when it names none, or
-    points back ("它", "it", "there"), also those the latest earlier question that named any named, and their names
-    join the search, unless it names none and asks about a thing of other documents (`_elsewhere`, with `holding`:
-    `KnowledgeIndex.holding`): then it alone, among all. When no question named any: the newest question with the one
-    before it, among all documents."""
+    points back ("它", "it", "there"), also those of the conversation's sight (`_sight_after`), whose names join the
+    search, unless it names none and asks about a thing of other documents (`_thing`, with `holding`:
+    `KnowledgeIndex.holding`): then it alone, among all. When the conversation has no sight: the newest question with
+    the one before it, among all documents."""
     questions = [message["content"] for message in history if message["role"] == "user"]
     newest = questions[-1]
     sights = named(newest, names)
     if sights and not _BACK.search(newest):
         return Search(newest, _about(sights.values(), names))
-    for earlier in reversed(questions[:-1]):
-        if before := named(earlier, names):
-            carried = _about(before.values(), names)
-            if not sights and not _BACK.search(newest) and _elsewhere(newest, carried, holding):
-                return Search(newest)
-            return Search("\n".join([newest, *before.values()]), _about([*sights.values(), *before.values()], names))
-    return Search("\n".join(questions[-2:]), _about(sights.values(), names))
+    sight = None
+    for earlier in questions[:-1]:
+        sight = _sight_after(earlier, sight, names, holding)
+    if sight is None:
+        return Search("\n".join(questions[-2:]), _about(sights.values(), names))
+    if not sights and _thing(newest, sight, holding):
+        return Search(newest)
+    return Search("\n".join([newest, *sight.words]), sight.documents | _about(sights.values(), names))
 
 
-def _elsewhere(question: str, carried: frozenset[str], holding: Holding) -> bool:
-    """Whether a follow-up asks about a thing of other documents than the `carried` ones ("關公獅係咩顏色？" after
-    六榕寺): one of its Chinese words of two characters or more is a thing at most `FEW_HOLDERS` others describe
-    (`index.describes`), names (`terms.names_a_thing`: not 好吃, 停车场) and the carried ones do not hold, and no word
-    as rare is held by the carried ones ("摩天轮" of 广州塔)."""
+@dataclass(frozen=True)
+class Sight:
+    """What a conversation is about: the names or things it was last asked by (`words`) and their `documents`."""
+
+    words: tuple[str, ...]
+    documents: frozenset[str]
+
+
+def _sight_after(question: str, sight: Sight | None, names: dict[str, tuple[str, ...]], holding: Holding) -> Sight | None:
+    """What a conversation about `sight` is about after `question`: the documents it names, else the thing of other
+    documents it asks about (`_thing`), else `sight`."""
+    if found := named(question, names):
+        return Sight(tuple(found.values()), _about(found.values(), names))
+    return (_thing(question, sight, holding) if sight else None) or sight
+
+
+def _thing(question: str, sight: Sight, holding: Holding) -> Sight | None:
+    """The thing of other documents than the `sight`'s a follow-up asks about ("關公獅係咩顏色？" after 六榕寺), with the
+    documents that describe it, or None: a Chinese word of it of two characters or more that at most `FEW_HOLDERS`
+    others hold and describe (`index.describes`), that names (`terms.names_a_thing`: not 好吃, 停车场) and that the
+    sight's documents do not hold, while no word as rare is held by those ("摩天轮" of 广州塔). A follow-up that points
+    back ("它", "there") asks about the sight."""
+    if _BACK.search(question):
+        return None
     words = [term for term in terms(question) if HAN.fullmatch(term) and len(term) > 1 and term not in _GENERAL]
     held = holding(words, rare=FEW_HOLDERS)
     rare = [word for word in words if 0 < len(held[word].by) <= FEW_HOLDERS]
+    if any(held[word].by & sight.documents for word in rare):
+        return None
     things = [word for word in rare if held[word].describing and names_a_thing(word)]
-    return (any(not held[word].by & carried for word in things)
-            and not any(held[word].by & carried for word in rare))
+    return Sight(tuple(things), frozenset().union(*(held[word].describing for word in things))) if things else None
 
 
 def _about(found: Iterable[str], names: dict[str, tuple[str, ...]]) -> frozenset[str]:

@@ -120,6 +120,8 @@ def holding(index: KnowledgeIndex, *folders: Path):
     (("沙面以前是哪两个国家的租界？", "有什么传说？"), "沙面"), (("六榕寺是哪一年建的？", "有什么好吃的？"), "六榕寺"),
     # names none, but a thing of another entry
     (("六榕寺是哪一年建的？", "關公獅係咩顏色？"), "醒狮"), (("陈家祠的门票多少钱？", "虾饺的皮是用什么做的？"), "早茶点心"),
+    (("六榕寺是哪一年建的？", "關公獅係咩顏色？", "佢有咩寓意？"), "醒狮"),  # then the thing is the sight
+    (("陈家祠的门票多少钱？", "虾饺的皮是用什么做的？", "它要捏几道褶？"), "早茶点心"),
 ])
 def test_each_question_searches_for_its_own_sight_or_carries_the_conversations(index, questions, document):
     search = search_for(conversation(*questions), index.names([GUIDE]), holding(index, GUIDE))
