@@ -164,7 +164,8 @@ def _thing(question: str, sight: Sight, holding: Holding) -> Sight | None:
     back ("它", "there") asks about the sight."""
     if _BACK.search(question):
         return None
-    words = [term for term in terms(question) if HAN.fullmatch(term) and len(term) > 1 and term not in _GENERAL]
+    words = [term for term in dict.fromkeys(terms(question))
+             if HAN.fullmatch(term) and len(term) > 1 and term not in _GENERAL][:MAX_ASKED]  # a pasted text costs no more
     held = holding(words, rare=FEW_HOLDERS)
     rare = [word for word in words if 0 < len(held[word].by) <= FEW_HOLDERS]
     if any(held[word].by & sight.documents for word in rare):

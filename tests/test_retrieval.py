@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from retrieval.grounding import (
     IN_ENGLISH,
     IN_JAPANESE,
     IN_KOREAN,
+    MAX_ASKED,
     NOT_ANSWERED,
     RULES,
     asks,
@@ -34,7 +36,7 @@ from retrieval.grounding import (
     unanswered,
     within,
 )
-from retrieval.index import Found, KnowledgeIndex, describes
+from retrieval.index import Found, Held, KnowledgeIndex, describes
 from retrieval.library import entry
 from retrieval.passages import MAX_CHARS, passages
 from retrieval.reading import Document, UnreadableError, read_document
@@ -126,6 +128,19 @@ def holding(index: KnowledgeIndex, *folders: Path):
 def test_each_question_searches_for_its_own_sight_or_carries_the_conversations(index, questions, document):
     search = search_for(conversation(*questions), index.names([GUIDE]), holding(index, GUIDE))
     assert index.search(search.text, [GUIDE], 1, search.documents)[0].name == document, search
+
+
+def test_a_pasted_text_as_a_follow_up_looks_up_no_more_words_than_a_question():
+    looked_up = []
+
+    def holding(words, rare):
+        looked_up.append(len(words))
+        return {word: Held(frozenset(), frozenset()) for word in words}
+
+    guide = "".join(path.read_text(encoding="utf-8") for path in sorted(GUIDE.glob("*.md")))
+    pasted = re.sub("陈家祠|[它这那]", "", guide)[:4000]  # names no sight, points back at none
+    search_for(conversation("介绍一下陈家祠", pasted), {"陈家祠.md": ("陈家祠",)}, holding)
+    assert looked_up and max(looked_up) <= MAX_ASKED
 
 
 def test_a_thing_is_told_from_what_anyone_may_ask_of_a_sight_and_from_how_a_document_gives_it():
