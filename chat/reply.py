@@ -27,7 +27,7 @@ from chat.waiting import engine_with_notice, knowledge_with_notice, tell_if_unsa
 from config.errors import ChatError, MemoryLowError
 from config.message import Message
 from engine.api import ChatEngine, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling
-from history.conversation import APPENDED, REPLY
+from history.conversation import APPENDED, BY_APP, FINISH, REPLY
 from retrieval.grounding import RULES, asks, grounded, not_covered, unanswered
 from retrieval.index import Found
 from ui import tokenize_command
@@ -53,7 +53,7 @@ async def answer(app: ChatApp, message: cl.Message) -> None:
         found = await retrieve(app, session, engine, message.content)
         if found is None:
             return  # told without the model
-    events, prompt, found = await render(engine, system_prompt, session.conversation.messages(), sampling, found)
+    events, prompt, found = await render(engine, system_prompt, session.conversation.model_messages(), sampling, found)
     thread = cl.context.session.thread_id
     async with aclosing(events):
         if isinstance(prompt, Refused):
@@ -123,12 +123,12 @@ async def say_not_covered(session: ChatSession, engine: ChatEngine, question: st
     text = in_their_script(not_covered(question, found), question)
     # Stored as a reply checked against the knowledge base that drew on no source: the operator's page lists it.
     reply = cl.Message(content=text, metadata={REPLY: stored_figures(ReplyStats(prompt_tokens=0), engine.model_name)
-                                                | {"finish": "not_covered", APPENDED: 0}})
+                                                | {FINISH: BY_APP, APPENDED: 0}})
     figures = footer(ReplyStats(prompt_tokens=0), speech=await asyncio.to_thread(speech, text))
     figures.props["by_app"] = True  # the footer says the model was not asked
     reply.elements = [figures]
     await reply.send()
-    session.conversation.answer(reply.id, text)
+    session.conversation.answer(reply.id, text, by_app=True)
     log.info("Reply: the passages found do not answer the question; said so without the model")
 
 
@@ -174,7 +174,7 @@ async def compare_answers(app: ChatApp, session: ChatSession, engine: ChatEngine
     the same prompt, streamed at the same time (the engine batches them), each labelled with its sampling. The first
     enters the conversation; the second can be kept instead."""
     second = chat_options.compared(sampling, session.options)
-    history = session.conversation.messages()
+    history = session.conversation.model_messages()
     other = engine.reply(system_prompt, history if found is None else grounded(history, found), second)
     async with aclosing(other):
         await anext(other)  # the same prompt: the same messages, passages and budget

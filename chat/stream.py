@@ -27,7 +27,7 @@ from engine.api import (
     TextDelta,
     TokenProbability,
 )
-from history.conversation import SET_ASIDE
+from history.conversation import FINISH, SET_ASIDE
 from telemetry import prometheus
 from ui.read_aloud import speech
 from ui.stats_panel import StatsPanel, footer, footer_figures
@@ -55,7 +55,7 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
         await stream_into(message, engine, events, streamed, app.settings.stream_update_seconds,
                           session.stats_panel if sidebar else None)
     finally:
-        log_reply(session, sampling, streamed, len(session.conversation.turns) - prompt.dropped_messages, kind)
+        log_reply(session, sampling, streamed, len(session.conversation.model_messages()) - prompt.dropped_messages, kind)
         if sidebar:
             session.last_reply = streamed.stats
         if message.content:
@@ -75,7 +75,7 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
 
 def stored_figures(stats: ReplyStats, model: str) -> dict:
     """The figures kept with a reply: its footer's, and what the operator's usage counts (`insights.usage`)."""
-    return {**footer_figures(stats), "prompt_tokens": stats.prompt_tokens, "finish": stats.finish_reason,
+    return {**footer_figures(stats), "prompt_tokens": stats.prompt_tokens, FINISH: stats.finish_reason,
             "model": model, "reply_s": None if stats.reply_time is None else round(stats.reply_time, 2)}
 
 

@@ -6,7 +6,9 @@ question on is dropped first, as the page drops it. Beyond `MAX_TURNS` the oldes
 prompt holds only what fits the model's context, and a chat that runs for days must not grow without end. `from_steps` rebuilds a conversation from the steps
 a thread stored: user messages and the app's replies (marked with `REPLY` in their metadata) only, never
 notices, errors, the teaching step, replies set aside (`SET_ASIDE`), Chainlit's "Task manually stopped." line, nor
-the lines the app put under a reply (its sources, the check of its figures: `APPENDED`). Plain data; knows
+the lines the app put under a reply (its sources, the check of its figures: `APPENDED`). The model is not shown a
+question the app answered itself (`BY_APP`: the documents do not answer it) nor that reply (`model_messages`): given
+them, the demo models repeated "资料里没有这方面的信息" to later questions the passages did answer. Plain data; knows
 nothing of Chainlit or the model.
 """
 
@@ -25,6 +27,8 @@ SOURCES_MARK = "\n\n📚 来源 Sources："  # a reply's text ends with this lin
 UNSUPPORTED_MARK = "\n⚠️ 资料中未见 not in the sources："  # then the figures and names of the reply they do not hold
 UNCHECKED = ("\n\nℹ️ 未经资料核对 Not checked against any source：导览资料里没有找到这个回答的出处 "
              "nothing in the guide's documents backs this reply")  # ends a reply that drew on no passage
+FINISH = "finish"  # in a reply's REPLY metadata: why it ended
+BY_APP = "not_covered"  # the FINISH of a reply the app gave without the model: the documents do not answer the question
 APPENDED = "appended"  # in a reply's REPLY metadata: how many characters the app put under what the model said
 MAX_TURNS = 400  # questions and replies kept for the model; far more than any context here holds
 
@@ -39,6 +43,7 @@ class Turn:
     message_id: str
     role: Literal["user", "assistant"]
     content: str
+    by_app: bool = False  # a reply the app gave without the model
 
 
 class Conversation:
@@ -52,8 +57,8 @@ class Conversation:
         del self.turns[:-MAX_TURNS]
         return edited
 
-    def answer(self, message_id: str, text: str) -> None:
-        self.turns.append(Turn(message_id, "assistant", text))
+    def answer(self, message_id: str, text: str, by_app: bool = False) -> None:
+        self.turns.append(Turn(message_id, "assistant", text, by_app))
         del self.turns[:-MAX_TURNS]
 
     def rewind(self, message_id: str) -> bool:
@@ -65,7 +70,14 @@ class Conversation:
         return False
 
     def messages(self) -> list[Message]:
+        """Every question and reply: what the chat asked and was told (the search reads it)."""
         return [{"role": turn.role, "content": turn.content} for turn in self.turns]
+
+    def model_messages(self) -> list[Message]:
+        """The history the model is given: the questions and replies, less those the app answered itself."""
+        answered_by_app = {index - 1 for index, turn in enumerate(self.turns) if turn.by_app}
+        return [{"role": turn.role, "content": turn.content} for index, turn in enumerate(self.turns)
+                if not turn.by_app and index not in answered_by_app]
 
     @classmethod
     def from_steps(cls, steps: list[dict]) -> Conversation:
@@ -80,5 +92,5 @@ class Conversation:
                     text = text[:-appended]
                 elif metadata[REPLY].get(SOURCES):  # stored before the check: only a sources line
                     text = text.rsplit(SOURCES_MARK, 1)[0]
-                turns.append(Turn(step["id"], "assistant", text))
+                turns.append(Turn(step["id"], "assistant", text, metadata[REPLY].get(FINISH) == BY_APP))
         return cls(turns[-MAX_TURNS:])

@@ -20,6 +20,8 @@ import history.store as store_module
 from config.errors import HistoryError
 from history.conversation import (
     APPENDED,
+    BY_APP,
+    FINISH,
     REPLY,
     SOURCES,
     SOURCES_MARK,
@@ -79,6 +81,18 @@ def test_a_conversation_is_rebuilt_from_questions_and_replies_only():
                                        {"role": "assistant", "content": "第一个回答"},
                                        {"role": "user", "content": "第二个问题"},
                                        {"role": "assistant", "content": "半个回"}]
+
+
+def test_the_model_is_not_shown_a_question_the_app_answered_itself_nor_its_reply():
+    steps = [step("t", "user_message", "沙面有多少棵树？", "2026-11-30T10:00:01.000Z"),
+             step("t", "assistant_message", "资料里没有这方面的信息。", "2026-11-30T10:00:02.000Z",
+                  reply={FINISH: BY_APP, APPENDED: 0}),
+             step("t", "user_message", "沙面在哪个区？", "2026-11-30T10:00:03.000Z"),
+             step("t", "assistant_message", "荔湾区。", "2026-11-30T10:00:04.000Z", reply={FINISH: "stop"})]
+    conversation = Conversation.from_steps(steps)
+    assert [message["content"] for message in conversation.messages()] == [item["output"] for item in steps]
+    assert conversation.model_messages() == [{"role": "user", "content": "沙面在哪个区？"},
+                                             {"role": "assistant", "content": "荔湾区。"}]
 
 
 def test_the_lines_under_a_reply_are_not_what_the_model_said():

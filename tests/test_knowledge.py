@@ -73,9 +73,27 @@ async def test_a_question_no_passage_answers_is_told_so_in_words_without_the_mod
     assert "没有调用模型" in step and "沙面 · " in step
     await visitor.ask_and_wait("沙面島上一共有幾多棵樹？")
     assert visitor.replies()[-1].startswith("資料裡沒有這方面的信息")
-    await visitor.ask_and_wait("谢谢")  # the conversation holds both replies, and the engine sees them
-    assert visitor.replies()[-1].startswith("[5 messages]")
+    await visitor.ask_and_wait("谢谢")  # the page holds both replies; the model sees neither, nor their questions
+    assert visitor.replies()[-1].startswith("[1 messages]")
     await visitor.socket.disconnect()
+
+
+async def test_a_question_answered_by_the_app_is_left_out_of_what_the_model_sees_also_when_resumed(knowledge_app):
+    """The demo models, shown the app's "资料里没有这方面的信息" in the history, said it again to a later question the
+    passages answered (docs/knowledge.md)."""
+    visitor = await visit(knowledge_app.url, knowledge_app.cookie)
+    await visitor.ask_and_wait("广州塔的高度是多少？")
+    await visitor.ask_and_wait("沙面岛上一共有多少棵树？")
+    await visitor.ask_and_wait(f"沙面在哪个区？{QUOTE}")
+    reply = visitor.replies()[-1]
+    assert reply.startswith("[3 messages]") and "《沙面》" in reply
+    thread = next(data["threadId"] for event, data in visitor.events if event == "new_message" and data.get("threadId"))
+    await visitor.socket.disconnect()
+
+    again = await visit(knowledge_app.url, knowledge_app.cookie, thread_id=thread)
+    await again.ask_and_wait("谢谢")
+    assert again.replies()[-1].startswith("[5 messages]")
+    await again.socket.disconnect()
 
 
 async def test_operators_documents_serve_every_persona_and_an_unreadable_file_is_skipped(knowledge_app):
