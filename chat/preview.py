@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chat.reply_line import ReplyLine
-from chat.script import in_their_script
+from chat.script import as_the_model_reads, in_their_script
 from config.errors import ChatError
 from config.message import Message
 from config.personas import Persona
@@ -50,6 +50,7 @@ class Previewer:
         """Raises `ChatError` (the engine not loaded, memory low) only when the reply is asked for."""
         persona = self.persona(persona_name)
         history = [{"role": "user", "content": question}]
+        shown = as_the_model_reads(history)  # written Cantonese in Mandarin's words
         result = Preview(question, persona.name)
         found, system_prompt, engine = None, persona.system_prompt, self.engine_service.current()
         await asyncio.to_thread(self.knowledge.ready.wait)  # the first indexing pass, as a visitor's question waits
@@ -61,19 +62,20 @@ class Previewer:
             result.passages = [{"source": passage.name, "title": passage.title, "section": passage.section,
                                 "sentences": passage.text, "passage": passage.whole or passage.text}
                                for passage in found]
-            result.reads = grounded(history, found)[-1]["content"]
+            result.reads = grounded(shown, found)[-1]["content"]
             if found and asks(question) and await asyncio.to_thread(unanswered, found, question):
                 result.said_by_app = in_their_script(not_covered(question, found), question)
         if with_reply:
             started = time.perf_counter()
             result.reply = result.said_by_app or await self._reply(
-                system_prompt, history if found is None else grounded(history, found),
-                self.settings.sampling_defaults(persona.temperature, persona.top_p))
+                system_prompt, shown if found is None else grounded(shown, found),
+                self.settings.sampling_defaults(persona.temperature, persona.top_p), question)
             result.seconds = round(time.perf_counter() - started, 1)
         return result
 
 
-    async def _reply(self, system_prompt: str, history: list[Message], defaults: tuple[float, float]) -> str:
+    async def _reply(self, system_prompt: str, history: list[Message], defaults: tuple[float, float],
+                     question: str) -> str:
         if not self.engine_service.is_ready():
             raise ChatError("模型还在加载。The model is still loading: try again in a minute.")
         engine = await self.engine_service.wait()
@@ -90,7 +92,7 @@ class Previewer:
                     text.append(event.text)
                 if isinstance(event, Finished):
                     break
-        return in_their_script("".join(text), history[-1]["content"])
+        return in_their_script("".join(text), question)
 
 
 async def _no_notice(place: int) -> None:

@@ -20,7 +20,7 @@ from chat.allowance import over_limit
 from chat.aside import stream_aside
 from chat.check import cite, shown
 from chat.parts import ChatApp
-from chat.script import in_script, in_their_script
+from chat.script import as_the_model_reads, in_script, in_their_script
 from chat.session import ChatSession, current_session, refresh_stats_panel, remember_options
 from chat.stream import stored_figures, stream_message
 from chat.waiting import engine_with_notice, knowledge_with_notice, tell_if_unsaved
@@ -53,7 +53,8 @@ async def answer(app: ChatApp, message: cl.Message) -> None:
         found = await retrieve(app, session, engine, message.content)
         if found is None:
             return  # told without the model
-    events, prompt, found = await render(engine, system_prompt, session.conversation.model_messages(), sampling, found)
+    history = as_the_model_reads(session.conversation.model_messages())
+    events, prompt, found = await render(engine, system_prompt, history, sampling, found)
     thread = cl.context.session.thread_id
     async with aclosing(events):
         if isinstance(prompt, Refused):
@@ -174,7 +175,7 @@ async def compare_answers(app: ChatApp, session: ChatSession, engine: ChatEngine
     the same prompt, streamed at the same time (the engine batches them), each labelled with its sampling. The first
     enters the conversation; the second can be kept instead."""
     second = chat_options.compared(sampling, session.options)
-    history = session.conversation.model_messages()
+    history = as_the_model_reads(session.conversation.model_messages())
     other = engine.reply(system_prompt, history if found is None else grounded(history, found), second)
     async with aclosing(other):
         await anext(other)  # the same prompt: the same messages, passages and budget

@@ -96,6 +96,18 @@ async def test_a_question_answered_by_the_app_is_left_out_of_what_the_model_sees
     await again.socket.disconnect()
 
 
+async def test_a_question_in_written_cantonese_reaches_the_model_in_mandarins_words_and_is_answered_in_its_script(
+        knowledge_app):
+    """The 1.5B misread written Cantonese ("北京路步行街使唔使買門票？" got "资料里没有这方面的信息" beside "不收门票"): the
+    model is given the question in Mandarin's words; the visitor keeps theirs and gets the reply in Hong Kong's forms."""
+    visitor = await visit(knowledge_app.url, knowledge_app.cookie)
+    await visitor.ask_and_wait(f"沙面喺邊個區？{QUOTE}")
+    reply = visitor.replies()[-1]
+    assert "【問題】\n沙面在哪個區？" in reply and "喺邊個" not in reply  # the quoted prompt, in Hong Kong's forms
+    assert "《沙面》" in reply  # found by the visitor's own words
+    await visitor.socket.disconnect()
+
+
 async def test_operators_documents_serve_every_persona_and_an_unreadable_file_is_skipped(knowledge_app):
     for persona in ("tour_guide", "assistant"):
         visitor = await visit(knowledge_app.url, knowledge_app.cookie, profile=persona)
