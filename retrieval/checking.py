@@ -8,9 +8,11 @@ speak of a price or of buying one (a museum the guide says is free is not), and 
 say so.
 
 A figure that contradicts its passage ("384 米" where the passage says 600 米) is not found there; nor is a figure the
-passages never mention. Neither is corrected (a passage may hold several figures of one unit, and only the model
-knows which it meant): both are shown to the visitor as not in the sources (`unsupported`). Numbers written in words
-("六百米") and names not quoted are not checked.
+passages never mention. A clock time, a price, a length, a year, a floor, a metro line and a stretch of minutes or
+hours are held only by a number of the same kind (`measures`): "下午4点" is not held by the 四 of "五分之四", nor
+"600 元" by "600 米"; "10点" is held by "22:00". Neither is corrected (a passage may hold several figures of one unit,
+and only the model knows which it meant): both are shown to the visitor as not in the sources (`unsupported`). Numbers
+written in words ("六百米") and names not quoted are not checked.
 """
 
 from __future__ import annotations
@@ -35,6 +37,17 @@ _FREE = re.compile(r"免费|free (?:of charge|admission|entry|to (?:enter|visit)
                    r"is free to (?:enter|visit)", re.IGNORECASE)
 FREE_HELD = re.compile(r"免费|免票|免门票|不收费|无需门票|不需要门票|\bfree\b", re.IGNORECASE)  # a source saying so
 _NOT_BEFORE = re.compile(r"(?:不|无|免|勿|不用|没有|not |n't |no |without )$", re.IGNORECASE)
+# The kind of a figure by its unit: a figure of one of these kinds is held only by a number of the same kind.
+_KINDS = {"点": "clock", "元": "price", "块": "price", "yuan": "price", "rmb": "price", "米": "length", "千米": "length",
+          "公里": "length", "km": "length", "m": "length", "meter": "length", "metre": "length", "ft": "length",
+          "feet": "length", "年": "year", "层": "floor", "号线": "line", "分钟": "duration", "小时": "duration",
+          "minute": "duration", "hour": "duration"}
+# A figure as a source may also write it: in Chinese numerals, with words between, or several before one unit ("两个
+# 小时", "1 个多小时", "四点", "3、7 号线").
+_NUMBER = r"\d+(?:\.\d+)?|[零一二三四五六七八九十百千万两〇]+"
+_BETWEEN = re.compile(r"\s*[、,，/~–和或与及至到-]\s*")
+_LOOSE_MEASURE = re.compile(rf"((?:(?:{_NUMBER}){_BETWEEN.pattern})*(?:{_NUMBER}))\s*(?:[个多余来]\s*){{0,2}}"
+                            r"(点|元|块|分钟|小时|千米|公里|米|年|层|号线)")
 IN_YUAN = re.compile(r"\d+(?:\.\d+)?\s*(?:元|块|yuan|rmb)", re.IGNORECASE)  # a price given
 _PRICED = re.compile(rf"{IN_YUAN.pattern}|收费|售票|购票|票价|门票\d", re.IGNORECASE)
 
@@ -78,6 +91,28 @@ def chinese_numbers(text: str) -> set[str]:
     return found - {"0"}
 
 
+def measures(text: str, in_a_source: bool = False) -> set[tuple[str, str]]:
+    """The figures of `text` whose unit gives their kind (`_KINDS`; a time written "9:30" is a clock time), each as
+    (kind, number), a clock time as its hour. `in_a_source`: also as a source may write them (`_LOOSE_MEASURE`), and
+    an hour also as the other half of the day's ("22:00" holds 10 点, "四点" holds 16:00)."""
+    found = set()
+    for match in _FIGURE.finditer(text):
+        unit = (match.group(2) or "").strip().lower()
+        kind = _KINDS.get(unit) or _KINDS.get(unit.removesuffix("s"))
+        for part in re.split("[-–~]", match.group(1)):
+            if ":" in part:
+                found.add(("clock", _plain(part.split(":")[0])))
+            elif kind:
+                found.add((kind, _plain(part)))
+    if in_a_source:
+        found |= {(_KINDS[unit], number) for written, unit in _LOOSE_MEASURE.findall(text)
+                  for run in _BETWEEN.split(written) if run
+                  for number in ({_plain(run)} if run[0].isdigit() else chinese_numbers(run))}
+        found |= {("clock", str(int(hour) + (12 if int(hour) <= 12 else -12))) for kind, hour in set(found)
+                  if kind == "clock" and hour.isdigit()}
+    return found
+
+
 class Holder:
     """A text read once, to look up many claims in: every number of a figure (in digits or Chinese numerals: a reply
     may write 11 where its document wrote 十一, but the 九 of 上下九步行街, one of the `names` given, is no figure), or a
@@ -86,6 +121,7 @@ class Holder:
     def __init__(self, text: str, names: frozenset[str] = frozenset()) -> None:
         unnamed = re.sub("|".join(map(re.escape, sorted(names, key=len, reverse=True))), " ", text) if names else text
         self.numbers = numbers(text) | chinese_numbers(unnamed)
+        self.measures = measures(unnamed, in_a_source=True)
         self.compact = "".join(text.split())
 
     def holds(self, claim: str) -> bool:
@@ -94,7 +130,8 @@ class Holder:
         if _FREE.fullmatch(claim):
             return bool(FREE_HELD.search(self.compact))
         if wanted := numbers(claim):
-            return wanted <= self.numbers
+            kinds = measures(claim)
+            return kinds <= self.measures and wanted - {number for _, number in kinds} <= self.numbers
         return "".join(claim.split()) in self.compact
 
 

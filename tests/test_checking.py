@@ -58,6 +58,19 @@ def test_a_figure_its_document_writes_in_chinese_numerals_is_held():
     assert unsupported("It is held on the 14th day.", found, found, "") == ["14"]
 
 
+def test_a_time_a_price_or_a_length_is_held_only_by_a_number_of_its_kind():
+    """Seen on the 1.5B demo: "每周三下午4点做弥撒" under 沙面's passage, whose only 4 is the 四 of "五分之四"."""
+    island = [Found("k/沙面.md", "沙面", "历史", "西边约五分之四归英国，东边约五分之一归法国。1943 年租界结束。", 1.0)]
+    assert unsupported("露德圣母堂每周三下午4点做弥撒。", island, island, "几点做弥撒？") == ["4点"]
+    assert unsupported("离这里约 3 公里，门票 5 元。", island, island, "") == ["3 公里", "5 元"]
+    cruise = [Found("k/珠江夜游.md", "珠江夜游", "建议", "航程一般约 1 个多小时，晚上 7 点到 10 点之间班次较多，"
+                    "开放 9:00–22:00，3、7 号线可到，票价两个档次：80 元和 120 元。", 1.0)]
+    # As a source may write a right figure: with words between, in another half of the day, several before one unit.
+    right = "坐船约 1 小时，晚上 10 点结束，也可以 19:00 上船；早上 9 点开放，晚上 22 点关门，坐 3号线 或 7号线，80元起。"
+    assert unsupported(right, cruise, cruise, "") == []
+    assert unsupported("晚上 8 点半开船，坐 6号线，100 元。", cruise, cruise, "") == ["8 点", "6号线", "100 元"]
+
+
 def test_a_numeral_inside_a_place_name_is_no_figure():
     """Seen on the 1.5B demo: "游船在晚上9点停止售票" drew on the classic day route, whose 上下九步行街 held the 9."""
     route = [Found("k/路线_经典一日游.md", "推荐路线：经典一日游", "路线",
@@ -76,8 +89,8 @@ def test_a_reply_is_cited_checked_or_marked_not_checked():
     assert appended("它的电梯由某公司制造。", found, "电梯是哪家公司的？")[0] == UNCHECKED  # drew on nothing
     assert appended("资料里没有这方面的信息。", found, "电梯是哪家公司的？")[0] == ""  # honest: nothing to mark
     assert appended("The guide has no information on this.", found, "Who made the lifts?")[0] == ""
-    assert "| 384 米 | ✗" in check_table("广州塔总高度 384 米，门票 600 元", found, found) and "| 600 元 | [1] |" in \
-        check_table("广州塔总高度 384 米，门票 600 元", found, found)
+    table = check_table("广州塔总高度 384 米，高 600 米，门票 600 元", found, found)
+    assert "| 384 米 | ✗" in table and "| 600 米 | [1] |" in table and "| 600 元 | ✗" in table  # 600 metres, not yuan
 
 
 def test_whether_a_visit_costs_is_checked_against_its_document():
