@@ -47,7 +47,7 @@ _KINDS = {"点": "clock", "元": "price", "块": "price", "yuan": "price", "rmb"
 _NUMBER = r"\d+(?:\.\d+)?|[零一二三四五六七八九十百千万两〇]+"
 _BETWEEN = re.compile(r"\s*[、,，/~–和或与及至到-]\s*")
 _LOOSE_MEASURE = re.compile(rf"((?:(?:{_NUMBER}){_BETWEEN.pattern})*(?:{_NUMBER}))\s*(?:[个多余来]\s*){{0,2}}"
-                            r"(点|元|块|分钟|小时|千米|公里|米|年|层|号线)")
+                            f"({'|'.join(sorted((unit for unit in _KINDS if not unit.isascii()), key=len, reverse=True))})")
 IN_YUAN = re.compile(r"\d+(?:\.\d+)?\s*(?:元|块|yuan|rmb)", re.IGNORECASE)  # a price given
 _PRICED = re.compile(rf"{IN_YUAN.pattern}|收费|售票|购票|票价|门票\d", re.IGNORECASE)
 
