@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from history.conversation import APPENDED, REPLY, SOURCES
-from insights.usage import stored_time
 from retrieval.grounding import says_not_covered
 from retrieval.index import Found
 from retrieval.terms import GLOSSARY, terms, translated
 
+EPOCH = datetime.fromtimestamp(0, UTC)
 SAME_QUESTION = 0.4  # weighted share of terms two wordings of one question have in common, at least
 FRAME = frozenset("问 想问 问一下 第 不能 能不能 可不可以 带 现在 今天 明天 今晚 多久 多长 多长时间 长时间 时间 大概 大约 多不多 不多 人 等 几点 多少钱 钱 需要 一般 附近 "
                   "now today tonight long much time usually near".split())
@@ -88,10 +88,10 @@ def asked_on(connection: sqlite3.Connection, bounds: dict[str, str], default_per
 def unanswered(asked: list[Asked], documents: dict[str, tuple[str, float]]) -> list[Unanswered]:
     """A period's unanswered questions, grouped, most asked first (then the latest first). `documents`: the
     knowledge base's (`KnowledgeIndex.documents`), whose names tell what a question is about."""
-    dated = [(stored_time(datetime.fromtimestamp(changed, UTC)), search_terms(f"{name} {title}"))
+    dated = [(datetime.fromtimestamp(changed, UTC), search_terms(f"{name} {title}"))
              for name, (title, changed) in documents.items()]
-    names = name_terms(dated, max((question.at for question in asked), default=""))
-    return sorted((_summary(group, name_terms(dated, max(question.at for question in group)))
+    names = name_terms(dated, max((moment(question.at) for question in asked), default=EPOCH))
+    return sorted((_summary(group, name_terms(dated, max(moment(question.at) for question in group)))
                    for group in grouped(asked, names)), key=lambda group: (group.asked, group.last_asked), reverse=True)
 
 
@@ -108,9 +108,15 @@ def search_terms(question: str) -> frozenset[str]:
     return frozenset((set(terms(question)) - GLOSSARY.keys() | set(translated(question))) - FRAME)
 
 
-def name_terms(dated: list[tuple[str, frozenset[str]]], before: str) -> set[str]:
-    """The search terms of the names and titles of the documents (`dated`: each one's time changed, as stored, and
-    its terms) the guide held `before` then (a stored time): a document added since, to answer a question (an entry
+def moment(stored: str) -> datetime:
+    """A time as Chainlit stores it (UTC, ISO 8601, to the microsecond), to compare with a file's: an answer can be
+    written within the second its question was asked."""
+    return datetime.fromisoformat(stored)
+
+
+def name_terms(dated: list[tuple[datetime, frozenset[str]]], before: datetime) -> set[str]:
+    """The search terms of the names and titles of the documents (`dated`: each one's time changed and its terms)
+    the guide held `before` then: a document added since, to answer a question (an entry
     written from the operator's page is named by the question), must not change how the questions asked before it
     are grouped, nor what each is about."""
     return {term for changed, terms_of_name in dated if changed < before for term in terms_of_name}
@@ -191,6 +197,6 @@ def mark_answered(groups: list[Unanswered], search: Callable[[str, str], list[Fo
                 changed = Path(found.path).stat().st_mtime
             except OSError:
                 continue
-            if (stored_time(datetime.fromtimestamp(changed, UTC)) > group.last_asked
+            if (datetime.fromtimestamp(changed, UTC) > moment(group.last_asked)
                     and set(group.about) & search_terms(f"{found.title} {found.section} {found.whole or found.text}")):
                 group.answered_by = found.name

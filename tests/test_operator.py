@@ -21,7 +21,8 @@ import httpx
 import pytest
 
 from harness.visitor import until, visit
-from insights.unanswered import Asked, _similar, grouped, search_terms, unanswered
+from insights.unanswered import Asked, _similar, grouped, mark_answered, search_terms, unanswered
+from retrieval.index import Found
 from tests.support import ARTIFACTS, FakeApp, login_headers, operators_site, users_file
 
 NAMES = {"广州塔", "广州", "塔", "陈家祠", "陈家", "家祠", "珠江", "夜游", "珠江夜游", "canton", "tower"}
@@ -76,6 +77,22 @@ def test_an_entry_named_by_its_question_leaves_what_the_question_asked_about():
                  "沙面岛上有共享单车吗": ("沙面岛上有共享单车吗", datetime(2026, 12, 6, 0, 54, 38, tzinfo=UTC).timestamp())}
     group = next(group for group in unanswered(asked, documents) if group.question.startswith("沙面"))
     assert group.about == ["共享", "单车", "岛上"]
+
+
+@pytest.mark.fast
+def test_an_entry_written_in_the_second_its_question_was_asked_answers_it(tmp_path):
+    """The operator can write the answer within the second the question was asked (the app's own "not in the guide"
+    reply is instant): the entry is newer than the question to the microsecond, not to the second."""
+    question = "荔湾湖公园的游船几点停止售票？"
+    entry = tmp_path / "荔湾湖公园的游船几点停止售票.md"
+    entry.write_text("# 荔湾湖公园的游船几点停止售票\n\n游船每天下午五点停止售票。\n", encoding="utf-8")
+    written = datetime(2026, 12, 7, 5, 39, 57, 900_000, tzinfo=UTC).timestamp()
+    os.utime(entry, (written, written))
+    asked = [Asked(question, "2026-12-07T05:39:57.512345Z", "tour_guide", "not_covered", search_terms(question))]
+    groups = unanswered(asked, {entry.stem: (entry.stem, written)})
+    assert groups[0].about == sorted(search_terms(question))
+    mark_answered(groups, lambda text, persona: [Found(str(entry), entry.stem, "", "游船每天下午五点停止售票。", 1.0)])
+    assert groups[0].answered_by == entry.stem
 
 
 @pytest.fixture(scope="module")
