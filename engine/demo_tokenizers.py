@@ -6,8 +6,6 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from transformers import AutoTokenizer
-
 from config.errors import ModelLoadError
 from modelprep.demo import DEMOS
 from modelprep.source import resolve_model
@@ -34,4 +32,6 @@ class DemoTokenizers:
 
 @lru_cache(maxsize=4)
 def _tokenizer(folder: Path):
+    from transformers import AutoTokenizer  # torch: not for an app that never compares
+
     return AutoTokenizer.from_pretrained(folder)

@@ -15,16 +15,11 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from modelscope import snapshot_download
-from modelscope_hub.errors import CacheNotFound, HubError
-
 from config.errors import ModelLoadError
 from modelprep.cache import build_once, is_complete
 from modelprep.demo import DEMOS, fetch_demo_gguf
-from modelprep.gguf import convert_gguf
 from modelprep.hardware import fast_int8, int4_kernel
 from modelprep.quantization.checkpoint import weight_format
-from modelprep.quantization.command import quantize
 
 MODELSCOPE_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 PREPARE_HINT = "Run ./run.sh (it prepares the model before starting the app) or `.venv/bin/python -m modelprep`."
@@ -80,6 +75,8 @@ def _converted(folder: Path, source: Callable[[], Path], prepare: bool, what: st
     if not prepare:
         raise ModelLoadError(f"{what} is not converted yet, or its converted copy in {folder} is damaged. "
                              + PREPARE_HINT)
+    from modelprep.gguf import convert_gguf  # torch and transformers: only to convert
+
     gguf = source()
     print(f"==> Converting {gguf.name} to a bfloat16 model folder in {folder} (once)")
     return build_once(folder, lambda out: convert_gguf(gguf, out))
@@ -97,6 +94,8 @@ def _quantized(folder: Path, weights: str, cache_dir: Path, prepare: bool, what:
     if not prepare:
         raise ModelLoadError(f"{what} in {weights} (CHAT_WEIGHTS) is not quantised yet, or its copy in {target} is "
                              "damaged. " + PREPARE_HINT)
+    from modelprep.quantization.command import quantize  # torch: only to quantise
+
     took = " (calibrated: about 10 minutes a billion parameters on 2 cores)" if weights == "int4" else ""
     print(f"==> Quantising {folder.name} to {weights} in {target} (once){took}")
     return build_once(target, lambda out: quantize(folder, out, weights))
@@ -114,6 +113,9 @@ def _gguf_cache_folder(gguf: Path, cache_dir: Path) -> Path:
 
 def _modelscope_folder(model_id: str, prepare: bool) -> Path:
     """ModelScope's cached copy of `model_id`; with `prepare`, downloaded into that cache if missing."""
+    from modelscope import snapshot_download  # imports torch: only for a ModelScope id
+    from modelscope_hub.errors import CacheNotFound, HubError
+
     try:
         return Path(snapshot_download(model_id, local_files_only=True))
     except CacheNotFound:

@@ -31,18 +31,18 @@ DOCUMENT = ("# 沙面地图\n\n沙面的码头在沙面南边。![地图 [新]](
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    yield from lan_site(tmp_path_factory)
+    yield from lan_site(tmp_path_factory, max_new_tokens=40)  # a second of the fake's words: enough for any reply here
 
 
-def lan_site(tmp_path_factory):
+def lan_site(tmp_path_factory, max_new_tokens: int):
     """The app on every network, with the document, the token and the widget site (for this module and the
-    browser's)."""
+    browser's); replies of `max_new_tokens`."""
     documents = tmp_path_factory.mktemp("documents")
     (documents / "沙面地图.md").write_text(DOCUMENT, encoding="utf-8")
     ARTIFACTS.mkdir(exist_ok=True)
     running = FakeApp(ARTIFACTS / "app-lan.log", host="0.0.0.0", CHAT_OPERATOR_TOKEN=TOKEN,
                       CHAT_ALLOWED_ORIGINS=WIDGET_SITE, CHAT_KNOWLEDGE_DIR=str(documents),
-                      CHAT_MAX_NEW_TOKENS="400", CHAT_MAX_MODEL_LEN="4096")
+                      CHAT_MAX_NEW_TOKENS=str(max_new_tokens), CHAT_MAX_MODEL_LEN="4096")
     running.wait_until_ready(timeout=60)
     yield running
     running.stop()

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    yield from lan_site(tmp_path_factory)
+    yield from lan_site(tmp_path_factory, max_new_tokens=400)  # the document's passage, quoted whole
 
 
 class Tracker(BaseHTTPRequestHandler):

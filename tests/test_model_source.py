@@ -3,9 +3,12 @@
 import shutil
 from pathlib import Path
 
+import modelscope
 import pytest
-from modelscope_hub.errors import NetworkError
+from modelscope_hub.errors import CacheNotFound, NetworkError
 
+import modelprep.gguf
+import modelprep.quantization.command
 import modelprep.source as model_source
 from config.errors import ModelLoadError
 from modelprep.source import resolve_model
@@ -48,7 +51,7 @@ def test_4bit_weights_are_refused_where_the_cpu_lacks_their_kernel_and_never_cho
     # An AVX2-only CPU, as at many client sites: vLLM's 4-bit kernel would crash there (vllm issue 55613).
     monkeypatch.setattr(model_source, "int4_kernel", lambda: False)
     monkeypatch.setattr(model_source, "fast_int8", lambda: False)
-    monkeypatch.setattr(model_source, "quantize", lambda *_: pytest.fail("quantised"))
+    monkeypatch.setattr(modelprep.quantization.command, "quantize", lambda *_: pytest.fail("quantised"))
     with pytest.raises(ModelLoadError, match=r"CHAT_WEIGHTS=int4: this CPU lacks AVX-512 VNNI or bf16.*CHAT_WEIGHTS=int8"):
         resolve_model(str(tiny_model_dir), tmp_path, prepare=True, weights="int4")
     assert resolve_model(str(tiny_model_dir), tmp_path, prepare=True, weights="auto") == tiny_model_dir
@@ -66,8 +69,8 @@ def test_a_gguf_file_is_converted_once_and_a_damaged_copy_is_rebuilt(tiny_model_
     assert folder.name == "tiny-q8" and cache in folder.parents and (folder / "model.safetensors").is_file()
 
     conversions = []
-    real_convert = model_source.convert_gguf
-    monkeypatch.setattr(model_source, "convert_gguf", lambda *args: (conversions.append(args), real_convert(*args)))
+    real_convert = modelprep.gguf.convert_gguf
+    monkeypatch.setattr(modelprep.gguf, "convert_gguf", lambda *args: (conversions.append(args), real_convert(*args)))
     assert resolve_model(str(gguf_file), cache, prepare=False) == folder  # the app finds the converted copy
     assert resolve_model(str(gguf_file), cache, prepare=True) == folder and conversions == []
 
@@ -82,7 +85,7 @@ def fake_snapshot_download(folder: Path, cached: bool, online: bool, calls: list
     def snapshot_download(model_id, local_files_only=False):
         calls.append((model_id, local_files_only))
         if local_files_only and not cached:
-            raise model_source.CacheNotFound("not cached")
+            raise CacheNotFound("not cached")
         if not local_files_only and not online:
             raise NetworkError("no network")
         return str(folder)
@@ -91,7 +94,7 @@ def fake_snapshot_download(folder: Path, cached: bool, online: bool, calls: list
 
 def test_a_modelscope_id_is_downloaded_by_the_setup_when_not_cached(tiny_model_dir, tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(model_source, "snapshot_download",
+    monkeypatch.setattr(modelscope, "snapshot_download",
                         fake_snapshot_download(tiny_model_dir, cached=False, online=True, calls=calls))
     assert resolve_model("Qwen/Qwen2.5-7B-Instruct", tmp_path, prepare=True) == tiny_model_dir
     assert calls == [("Qwen/Qwen2.5-7B-Instruct", True), ("Qwen/Qwen2.5-7B-Instruct", False)]
@@ -99,7 +102,7 @@ def test_a_modelscope_id_is_downloaded_by_the_setup_when_not_cached(tiny_model_d
 
 def test_the_app_never_downloads_a_modelscope_id(tiny_model_dir, tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(model_source, "snapshot_download",
+    monkeypatch.setattr(modelscope, "snapshot_download",
                         fake_snapshot_download(tiny_model_dir, cached=False, online=True, calls=calls))
     with pytest.raises(ModelLoadError, match="Qwen/Qwen2.5-7B-Instruct is not in ModelScope's cache"):
         resolve_model("Qwen/Qwen2.5-7B-Instruct", tmp_path, prepare=False)
@@ -107,7 +110,7 @@ def test_the_app_never_downloads_a_modelscope_id(tiny_model_dir, tmp_path, monke
 
 
 def test_offline_and_not_cached_says_how_to_copy_the_model_in(tiny_model_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(model_source, "snapshot_download",
+    monkeypatch.setattr(modelscope, "snapshot_download",
                         fake_snapshot_download(tiny_model_dir, cached=False, online=False, calls=[]))
     with pytest.raises(ModelLoadError, match="Qwen/Qwen2.5-7B-Instruct is not cached here.*copy the model folder"):
         resolve_model("Qwen/Qwen2.5-7B-Instruct", tmp_path, prepare=True)
