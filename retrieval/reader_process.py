@@ -12,9 +12,11 @@ Knows nothing of the index it feeds.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import resource
+import socket
+import subprocess
+import sys
 import zipfile
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -75,11 +77,13 @@ def read_file(path: Path, pairs: bool) -> ReadFile:
 
 class ReaderProcess:
     """A child process that reads files one at a time (`read`), started on first use and again after a failure;
-    `close` ends it. One thread uses it at a time."""
+    `close` ends it. One thread uses it at a time. The child is `python -m retrieval.reader_process`, which imports
+    this module's readers only: a child of multiprocessing's "spawn" imports the app's main module first (Chainlit's
+    command line: two seconds more for every file an operator uploads)."""
 
     def __init__(self, pairs: bool = False) -> None:
         self.pairs = pairs
-        self._child: multiprocessing.process.BaseProcess | None = None
+        self._child: subprocess.Popen | None = None
         self._connection: Connection | None = None
 
     def read(self, path: Path) -> ReadFile:
@@ -101,21 +105,21 @@ class ReaderProcess:
         return value
 
     def _start(self) -> None:
-        context = multiprocessing.get_context("spawn")  # never fork a process whose other threads hold locks
-        self._connection, theirs = context.Pipe()
-        self._child = context.Process(target=_serve, args=(theirs, self.pairs), name="document-reader", daemon=True)
-        self._child.start()
-        theirs.close()
+        ours, theirs = socket.socketpair()
+        with theirs:
+            self._child = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno()), str(int(self.pairs))],
+                                           pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+        self._connection = Connection(ours.detach())
 
     def _end(self) -> int | None:
         child, self._child = self._child, None
         if child is None:
             return None
-        if child.is_alive():
+        if child.poll() is None:
             child.kill()
-        child.join(5)
+        child.wait(5)
         self._connection.close()
-        return child.exitcode
+        return child.returncode
 
     def close(self) -> None:
         self._end()
@@ -142,3 +146,9 @@ def _serve(connection: Connection, pairs: bool) -> None:
             connection.send(("error", f"reading it needed more than {MEMORY_LIMIT_BYTES // 2 ** 30} GiB of memory"))
         except (UnreadableError, OSError) as error:
             connection.send(("error", str(error) or type(error).__name__))
+
+
+if __name__ == "__main__":  # the child, serving from this module by its name: what it sends unpickles in the app
+    from retrieval.reader_process import _serve as serve
+
+    serve(Connection(int(sys.argv[1])), sys.argv[2] == "1")

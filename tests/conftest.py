@@ -7,16 +7,14 @@ running app shows the end of that app's log (what CI prints is all there is of a
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from harness.app_process import AppProcess
 from harness.browser import launch_chromium
-from tests.support import ARTIFACTS, GUIDE, RunningApp
+from tests.support import ARTIFACTS, RunningApp, copy_guide_index
 from tests.tiny_model import build_tiny_qwen
 
 
@@ -106,22 +104,10 @@ def browser(playwright_driver):
     chromium.close()
 
 
-@pytest.fixture(scope="session")
-def guide_index_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The guide (`knowledge/`) indexed once per run (half a second each time)."""
-    from retrieval.index import KnowledgeIndex
-
-    path = tmp_path_factory.mktemp("guide-index") / "knowledge.db"
-    report = KnowledgeIndex(path).sync(GUIDE)
-    assert report.files >= 40 and report.skipped == 0 and report.passages >= report.files
-    return path
-
-
 @pytest.fixture
-def index(guide_index_file: Path, tmp_path: Path):
+def index(tmp_path: Path):
     """The guide indexed, in a file of this test's own (a copy: a test may index more folders into it)."""
     from retrieval.index import KnowledgeIndex
 
-    with closing(sqlite3.connect(guide_index_file)) as indexed, closing(sqlite3.connect(tmp_path / "knowledge.db")) as copy:
-        indexed.backup(copy)
+    copy_guide_index(tmp_path / "knowledge.db")
     return KnowledgeIndex(tmp_path / "knowledge.db")

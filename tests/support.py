@@ -5,15 +5,21 @@ Fixtures live in `conftest.py`; tests import these by name.
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
 import sqlite3
+import tempfile
 import uuid
 import zipfile
+from contextlib import closing
 from pathlib import Path
 
 import httpx
 
 from harness.app_process import AppProcess
 from harness.visitor import ChatClient
+from retrieval.index import KnowledgeIndex
 from web.accounts import UsersFile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,10 +67,30 @@ class RunningApp(AppProcess):
 
 class FakeApp(AppProcess):
     """The real app on the scripted engine of `tests/fake_engine.py` (`tests/fake_app.py`): no vLLM, no model,
-    ready in seconds."""
+    ready in seconds. A new state folder gets the guide's index as the app leaves it, so the app starts as it
+    restarts: the guide's files checked, none read again (reading them is the integration tier's, on the real app)."""
 
     def __init__(self, log_path: Path, host: str = "127.0.0.1", **env: str) -> None:
+        state = Path(env.setdefault("CHAT_STATE_DIR", tempfile.mkdtemp(prefix="fake-app-state-")))
+        if not (state / "knowledge.db").exists():
+            copy_guide_index(state / "knowledge.db")
         super().__init__("", log_path, command="tests.fake_app", host=host, **env)
+
+
+@functools.cache
+def guide_index() -> Path:
+    """The guide indexed once per test process (half a second to four, as busy as the machine is)."""
+    folder = Path(tempfile.mkdtemp(prefix="guide-index-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    report = KnowledgeIndex(folder / "knowledge.db").sync(GUIDE)
+    assert report.files >= 40 and report.skipped == 0 and report.passages >= report.files
+    return folder / "knowledge.db"
+
+
+def copy_guide_index(to: Path) -> None:
+    to.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(guide_index())) as indexed, closing(sqlite3.connect(to)) as copy:
+        indexed.backup(copy)
 
 
 def operators_site(state: Path, log_name: str, **env: str) -> FakeApp:

@@ -41,7 +41,7 @@ def test_a_reader_that_dies_on_a_file_skips_that_file_only_and_it_is_not_read_ag
         deadline = time.monotonic() + 30
         while not killed and time.monotonic() < deadline:
             for child in psutil.Process().children():
-                if "spawn_main" in " ".join(child.cmdline()):
+                if "retrieval.reader_process" in child.cmdline():
                     time.sleep(0.2)
                     child.kill()
                     killed.append(child.pid)
