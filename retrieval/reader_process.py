@@ -78,8 +78,9 @@ def read_file(path: Path, pairs: bool) -> ReadFile:
 class ReaderProcess:
     """A child process that reads files one at a time (`read`), started on first use and again after a failure;
     `close` ends it. One thread uses it at a time. The child is `python -m retrieval.reader_process`, which imports
-    this module's readers only: a child of multiprocessing's "spawn" imports the app's main module first (Chainlit's
-    command line: two seconds more for every file an operator uploads)."""
+    this module's readers only: a child of multiprocessing's "spawn" runs the app's main module first (Chainlit's
+    command line), and hiding that module for a moment (`engine.spawn`) is not safe from a worker thread while the
+    engine starts."""
 
     def __init__(self, pairs: bool = False) -> None:
         self.pairs = pairs
