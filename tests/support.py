@@ -71,10 +71,16 @@ class FakeApp(AppProcess):
     restarts: the guide's files checked, none read again (reading them is the integration tier's, on the real app)."""
 
     def __init__(self, log_path: Path, host: str = "127.0.0.1", **env: str) -> None:
-        state = Path(env.setdefault("CHAT_STATE_DIR", tempfile.mkdtemp(prefix="fake-app-state-")))
+        self.own_state = None if "CHAT_STATE_DIR" in env else tempfile.mkdtemp(prefix="fake-app-state-")
+        state = Path(env.setdefault("CHAT_STATE_DIR", self.own_state))
         if not (state / "knowledge.db").exists():
             copy_guide_index(state / "knowledge.db")
         super().__init__("", log_path, command="tests.fake_app", host=host, **env)
+
+    def stop(self) -> None:
+        super().stop()
+        if self.own_state:  # a state folder the caller did not give is this app's to remove
+            shutil.rmtree(self.own_state, ignore_errors=True)
 
 
 @functools.cache
