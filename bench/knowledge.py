@@ -39,6 +39,7 @@ from functools import partial
 from pathlib import Path
 
 from bench.knowledge_scoring import COVERED, GUIDE, HALVES, OUT, SAMPLES, half, halves, load_questions, parse, turns
+from config.cantonese import as_the_model_reads
 from config.settings import PROJECT_ROOT
 from harness.app_process import AppProcess
 from harness.visitor import ChatClient
@@ -55,7 +56,8 @@ SCALE_PASSAGES = 10_000
 
 
 def recall(questions: dict[str, list[dict]], pairs: bool, folder: Path) -> dict:
-    """Where the app's search (`grounding.search_for`: a conversation's last question) puts each question's document."""
+    """Where the app's search (`grounding.search_for`: a conversation's last question, in the words the model reads)
+    puts each question's document."""
     index = KnowledgeIndex(folder / f"recall-{pairs}.db", pairs=pairs)
     for documents in (GUIDE, SAMPLES):
         index.sync(documents)
@@ -65,7 +67,7 @@ def recall(questions: dict[str, list[dict]], pairs: bool, folder: Path) -> dict:
         ranks, seconds = [], []
         for question in questions[kind]:
             started = time.perf_counter()
-            history = [{"role": "user", "content": text} for text in turns(question)]
+            history = as_the_model_reads([{"role": "user", "content": text} for text in turns(question)])
             search = search_for(history, names, partial(index.holding, folders=[GUIDE, SAMPLES]))
             found = [passage.name for passage in index.search(search.text, [GUIDE, SAMPLES], 10, search.documents)]
             seconds.append(time.perf_counter() - started)

@@ -11,6 +11,7 @@ import asyncio
 
 import chainlit as cl
 
+from config.cantonese import in_mandarin
 from config.writing import simplified
 from history.conversation import APPENDED, REPLY, SOURCES, SOURCES_MARK, UNCHECKED, UNSUPPORTED_MARK
 from retrieval.checking import Holder, claims, source_text, unsupported
@@ -42,13 +43,14 @@ def appended(said: str, found: list[Found], question: str,
              known: frozenset[str] = frozenset()) -> tuple[str, list[Found], list[str]]:
     """The lines to put under what the model `said`, the passages it drew on, and the claims they do not hold; a reply
     that says it answers from the sources ("根据参考资料") where no sentence of them bears on the question
-    (`grounding.unanswered`) has that saying among them. A reply (`chat.script`) or a question in Traditional characters
-    is read in Simplified ones, as the sources are written."""
-    said, question = simplified(said), simplified(question)
+    (`grounding.unanswered`, asked in the words the model read: `config.cantonese.in_mandarin`) has that saying among them.
+    A reply (`chat.script`) or a question in Traditional characters is read in Simplified ones, as the sources are
+    written."""
+    said, mandarin, question = simplified(said), in_mandarin(question), simplified(question)
     used = drawn_on(found, said, question)
     if used:
         missing = unsupported(said, found, used, question, known)
-        missing += [claimed] if (claimed := claims_a_source(said)) and unanswered(found, question) else []
+        missing += [claimed] if (claimed := claims_a_source(said)) and unanswered(found, mandarin) else []
         return sources_line(used) + (UNSUPPORTED_MARK + "、".join(missing) if missing else ""), used, missing
     return ("" if says_not_covered(said) else UNCHECKED), [], []
 

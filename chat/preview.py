@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chat.reply_line import ReplyLine
-from chat.script import as_the_model_reads, in_their_script
+from chat.script import in_their_script
+from config.cantonese import as_the_model_reads
 from config.errors import ChatError
 from config.message import Message
 from config.personas import Persona
@@ -57,13 +58,13 @@ class Previewer:
         if self.knowledge.in_use(persona.name):
             system_prompt += RULES
             length = len if engine is None else (lambda text: len(engine.tokens(text)))  # as a reply counts them
-            found = await asyncio.to_thread(self.knowledge.search, persona.name, history,
+            found = await asyncio.to_thread(self.knowledge.search, persona.name, shown,
                                             self.settings.max_model_len // 3, length)
             result.passages = [{"source": passage.name, "title": passage.title, "section": passage.section,
                                 "sentences": passage.text, "passage": passage.whole or passage.text}
                                for passage in found]
             result.reads = grounded(shown, found)[-1]["content"]
-            if found and asks(question) and await asyncio.to_thread(unanswered, found, question):
+            if found and asks(question) and await asyncio.to_thread(unanswered, found, shown[-1]["content"]):
                 result.said_by_app = in_their_script(not_covered(question, found), question)
         if with_reply:
             started = time.perf_counter()

@@ -20,10 +20,11 @@ from chat.allowance import over_limit
 from chat.aside import stream_aside
 from chat.check import cite, shown
 from chat.parts import ChatApp
-from chat.script import as_the_model_reads, in_script, in_their_script
+from chat.script import in_script, in_their_script
 from chat.session import ChatSession, current_session, refresh_stats_panel, remember_options
 from chat.stream import stored_figures, stream_message
 from chat.waiting import engine_with_notice, knowledge_with_notice, tell_if_unsaved
+from config.cantonese import as_the_model_reads
 from config.errors import ChatError, MemoryLowError
 from config.message import Message
 from engine.api import ChatEngine, Refused, RenderedPrompt, ReplyEvent, ReplyStats, Sampling
@@ -104,11 +105,12 @@ async def admit(app: ChatApp, session: ChatSession, message: cl.Message) -> Chat
 
 async def retrieve(app: ChatApp, session: ChatSession, engine: ChatEngine, question: str) -> list[Found] | None:
     """The passages for the conversation's latest question, a third of the context at most in the model's own tokens
-    (where that does not fit, `render` falls back to fewer); None where they do not answer it and the chat said so."""
-    found = await asyncio.to_thread(app.knowledge.search, app.persona(session.profile).name,
-                                    session.conversation.messages(), app.settings.max_model_len // 3,
-                                    lambda text: len(engine.tokens(text)))
-    if found and asks(question) and await asyncio.to_thread(unanswered, found, question):
+    (where that does not fit, `render` falls back to fewer); None where they do not answer it and the chat said so.
+    Searched for, and checked, in the words the model reads (`config.cantonese.in_mandarin`)."""
+    history = as_the_model_reads(session.conversation.messages())
+    found = await asyncio.to_thread(app.knowledge.search, app.persona(session.profile).name, history,
+                                    app.settings.max_model_len // 3, lambda text: len(engine.tokens(text)))
+    if found and asks(question) and await asyncio.to_thread(unanswered, found, history[-1]["content"]):
         await say_not_covered(session, engine, question, found)
         return None
     return found

@@ -15,6 +15,11 @@ _TO_SIMPLIFIED = opencc.OpenCC("t2s")  # Traditional characters to Simplified (p
 _FROM_JAPANESE = opencc.OpenCC("jp2t")  # Japanese forms (広, 館) to Traditional ones
 
 
+def in_traditional(question: str) -> bool:
+    """Whether a Chinese question is written in Traditional characters (a Japanese one has its own forms)."""
+    return bool(HAN.search(question)) and simplified(question) != question and not KANA.search(question)
+
+
 def simplified(text: str) -> str:
     """`text` in Simplified characters, from Traditional ones or, in a Japanese text, from Japanese ones."""
     return _TO_SIMPLIFIED.convert(_FROM_JAPANESE.convert(text) if KANA.search(text) else text)

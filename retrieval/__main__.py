@@ -12,6 +12,7 @@ import argparse
 import logging
 import sys
 
+from config.cantonese import as_the_model_reads
 from config.errors import ChatError, cannot
 from config.personas import load_personas
 from config.settings import load_env_file, load_settings
@@ -36,7 +37,7 @@ def main() -> None:
     knowledge.sync_all(first=True)
     if arguments.question:
         persona = arguments.persona or settings.persona
-        history = [{"role": "user", "content": arguments.question}]
+        history = as_the_model_reads([{"role": "user", "content": arguments.question}])  # as a reply searches
         for number, passage in enumerate(knowledge.search(persona, history, settings.max_model_len // 3), 1):
             print(f"\n[{number}] {passage.score:.2f}  {label(passage)}  ({passage.path})\n{passage.text}")
 

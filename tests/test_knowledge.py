@@ -108,6 +108,16 @@ async def test_a_question_in_written_cantonese_reaches_the_model_in_mandarins_wo
     await visitor.socket.disconnect()
 
 
+async def test_a_question_in_written_cantonese_that_the_guide_answers_is_not_told_it_does_not(knowledge_app):
+    """Whether the passages answer is judged in the words the model reads: in the visitor's, jieba cut "係邊個題嘅" into
+    谁题 and "幾多年" into 多年, words no passage holds, and the app said "資料裡沒有" to questions the guide answers."""
+    visitor = await visit(knowledge_app.url, knowledge_app.cookie)
+    for question in ("六榕寺嘅名字係邊個題嘅？", "石室聖心大教堂建了幾多年？"):
+        await visitor.ask_and_wait(question)
+        assert visitor.generated_tokens > 0 and not visitor.footer.get("by_app"), visitor.replies()[-1]
+    await visitor.socket.disconnect()
+
+
 async def test_operators_documents_serve_every_persona_and_an_unreadable_file_is_skipped(knowledge_app):
     for persona in ("tour_guide", "assistant"):
         visitor = await visit(knowledge_app.url, knowledge_app.cookie, profile=persona)

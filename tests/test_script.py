@@ -9,7 +9,9 @@ import asyncio
 import pytest
 
 from chat.check import appended
-from chat.script import as_the_model_reads, in_mandarin, in_script, in_traditional
+from chat.script import in_script
+from config.cantonese import as_the_model_reads, in_mandarin
+from config.writing import in_traditional
 from engine.api import Finished, ReplyStats, TextDelta
 from retrieval.index import Found
 
@@ -55,6 +57,7 @@ def test_a_reply_in_traditional_characters_is_checked_against_simplified_sources
     ("陳家祠喺邊個區？", "陈家祠在哪个区？"),  # and "which" before a noun
     ("廣州有幾多個區？", "广州有多少个区？"),
     ("陈家祠嘅门票几多钱？", "陈家祠的门票多少钱？"),  # Cantonese in Simplified characters
+    ("六榕寺个花塔有几多层？", "六榕寺个花塔有多少层？"),  # and asked with its words alone
     ("沒關係，佢幾點開門？", "没关系，它几点开门？"),  # 關係 and 幾點 keep their meaning
 ])
 def test_a_question_in_written_cantonese_is_shown_to_the_model_in_mandarins_words(question, shown):
