@@ -49,8 +49,11 @@ _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 # What a question counts in ("多少棵树？" 棵, "几只考拉？" 只, "哪一年开通的？" 年): only a number in it answers, outside
 # the notes in brackets ("（2026 年 12 月整理，未核实）" says when the guide was written, not when a cable car opened).
-_COUNTED = re.compile(r"(?:多少|几多|几)\s*([个只家座层位棵条种辆间名人岁栋场年])|哪一?(年)|\b(?:what|which) (year)\b",
-                      re.IGNORECASE)
+_MEASURES = "个只家座层位棵条种辆间名人岁栋场年"
+_COUNTED = re.compile(rf"(?:多少|几多|几)\s*([{_MEASURES}])|哪一?(年)|\b(?:what|which) (year)\b", re.IGNORECASE)
+# jieba's word for a count ("花塔有几层？": 几层), which no sentence holds: it asks for its measure word (层), and the
+# count's rule above for a number before it.
+_COUNT_WORD = re.compile(rf"(?:多少|几多|几)([{_MEASURES}])")
 # A time of day asked ("几点开门？", "what time…"): only a clock time, or "all day", answers it.
 _WHEN = re.compile(r"几点|\bwhat time\b", re.IGNORECASE)
 _CLOCK = re.compile(r"\d{1,2}\s*[:：]\s*\d{2}|[0-9零一二三四五六七八九十两]+\s*点|全天|24\s*小时|\d\s*[ap]\.?m\b", re.IGNORECASE)
@@ -203,15 +206,16 @@ def focused(found: list[Found], question: str) -> list[Found]:
 
 
 def _asked(passage: Found, question: str) -> list[str]:
-    """What a question asks of a passage: its first `MAX_ASKED` search terms, the Chinese words for its English words
-    (`terms.translated`) and the words a passage may say its Chinese ones with (`terms.said_otherwise`), less the
-    words of the passage's document's names (a question about a sight names it, and so does every line of its entry)
-    and of the city's."""
+    """What a question asks of a passage: its first `MAX_ASKED` search terms (a count, 几层, by its measure word, 层),
+    the Chinese words for its English words (`terms.translated`) and the words a passage may say its Chinese ones with
+    (`terms.said_otherwise`), less the words of the passage's document's names (a question about a sight names it, and
+    so does every line of its entry) and of the city's."""
     aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
     # A title with a colon names a topic, whose words count ("推荐路线：经典一日游": a question about a route asks for it).
     names = set(terms(" ".join([sight(passage.title), *aliases]))) | _NAMES
-    return [term for term in dict.fromkeys([*terms(question), *translated(question), *said_otherwise(question)])
-            if term not in names][:MAX_ASKED]
+    words = [count[1] if (count := _COUNT_WORD.fullmatch(term)) else term
+             for term in [*terms(question), *translated(question), *said_otherwise(question)]]
+    return [term for term in dict.fromkeys(words) if term not in names][:MAX_ASKED]
 
 
 def _chosen(passage: Found, question: str) -> list[str]:

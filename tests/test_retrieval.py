@@ -200,6 +200,7 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
     (("珠江夜遊坐船大概要幾耐？",), False), (("长隆野生动物世界的游园小火车坐一圈要多久？",), True),
     # another word for what the passage says (创建, 层): questions written after the benchmark's, on its development half
     (("华南植物园是谁创办的？",), False), (("How many storeys does the Flower Pagoda have inside?",), False),
+    (("六榕寺在哪个区？", "它的花塔有几层？"), False),  # jieba's 几层 asks for 层 ("九层"), and the count's rule for a number
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)
