@@ -16,6 +16,7 @@ from config.personas import Persona
 from config.settings import Settings
 from engine.api import Sampling
 from engine.distribution import ALTERNATIVES
+from retrieval.grounding import ECHOES
 
 
 @dataclass(frozen=True)
@@ -123,9 +124,11 @@ def _shown(value: object) -> str:
 
 
 def sampling(settings: Settings, options: ChatOptions) -> Sampling:
+    """A reply's sampling: the chat's options, the server's settings, and the end of a reply that starts writing
+    out its prompt (`grounding.ECHOES`)."""
     return Sampling(options.temperature, options.top_p, options.max_new_tokens, settings.top_k,
                     settings.repetition_penalty, settings.ignore_eos, options.thinking,
-                    logprobs=ALTERNATIVES if options.teaching else 0)
+                    logprobs=ALTERNATIVES if options.teaching else 0, stop=ECHOES)
 
 
 def compared(first: Sampling, options: ChatOptions) -> Sampling:

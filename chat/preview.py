@@ -20,7 +20,7 @@ from config.personas import Persona
 from config.settings import Settings
 from engine.api import Finished, Refused, Sampling, TextDelta
 from engine.service import EngineService
-from retrieval.grounding import RULES, asks, grounded, not_covered, unanswered
+from retrieval.grounding import ECHOES, RULES, asks, grounded, not_covered, unanswered
 from retrieval.knowledge_base import KnowledgeBase
 from telemetry.memory import MemoryFloor
 
@@ -83,7 +83,7 @@ class Previewer:
         self.floor.check()
         temperature, top_p = defaults
         sampling = Sampling(temperature, top_p, self.settings.max_new_tokens, self.settings.top_k,
-                            self.settings.repetition_penalty)
+                            self.settings.repetition_penalty, stop=ECHOES)
         text = []
         async with self.line.place(_no_notice):
             async for event in engine.reply(system_prompt, history, sampling):

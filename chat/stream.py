@@ -29,6 +29,7 @@ from engine.api import (
 )
 from history.conversation import FINISH, SET_ASIDE
 from telemetry import prometheus
+from ui.notices import NO_ANSWER, send_error
 from ui.read_aloud import speech
 from ui.stats_panel import StatsPanel, footer, footer_figures
 from ui.teaching import reply_token_view
@@ -71,6 +72,8 @@ async def stream_message(app: ChatApp, session: ChatSession, engine: ChatEngine,
             await finish(message)
             await message.update()
             await leave_closed(session)
+        elif streamed.finished and not streamed.failed:  # ended by the model before a word (`Sampling.stop`)
+            await send_error(NO_ANSWER)
 
 
 def stored_figures(stats: ReplyStats, model: str) -> dict:

@@ -29,6 +29,7 @@ class Sampling:
     thinking: bool = False  # think before answering, where the chat template has the switch (Qwen3's)
     logprobs: int = 0  # the most likely alternatives to report for each token (the teaching view), 0 = none
     seed: int | None = None  # a sampled reply's random seed: the same seed, prompt and settings give the same reply
+    stop: tuple[str, ...] = ()  # texts that end the reply where the model writes them; the reply keeps what came before
 
 
 @dataclass(frozen=True)

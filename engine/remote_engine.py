@@ -216,7 +216,8 @@ class RemoteEngine(StreamingEngine):
                 "max_tokens": sampling.max_new_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p,
                 "top_k": sampling.top_k or -1, "repetition_penalty": sampling.repetition_penalty,
                 "ignore_eos": sampling.ignore_eos, "stream": True, "return_token_ids": True,
-                **({} if sampling.seed is None else {"seed": sampling.seed})}
+                **({} if sampling.seed is None else {"seed": sampling.seed}),
+                **({"stop": list(sampling.stop)} if sampling.stop else {})}
         stats = ReplyStats(prompt_tokens=len(prompt.token_ids), started=time.perf_counter())
         try:
             async with httpx.AsyncClient(headers=self._headers, timeout=httpx.Timeout(30, read=None)) as client:

@@ -251,6 +251,7 @@ class VllmEngine(StreamingEngine):
             ignore_eos=sampling.ignore_eos,
             logprobs=sampling.logprobs or None,
             seed=sampling.seed,
+            stop=list(sampling.stop) or None,
             output_kind=RequestOutputKind.DELTA,
         )
         channel: Channel[TextDelta | Finished] = Channel(asyncio.get_running_loop())

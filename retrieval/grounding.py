@@ -36,6 +36,11 @@ RULES = f"""
 
 【参考资料的用法】用户的问题前面可能附有【参考资料】。回答事实（地点、年代、数字、时间、价格、交通）时，只使用参考资料里写明的内容，不要编造资料里没有的名称和数字。如果参考资料没有涉及用户问的内容，请直接说“{NOT_COVERED}”（用英文回答时说“{NOT_COVERED_EN}.”），可以建议用户查询官方渠道。不要在回答里提“参考资料”的编号。"""
 NOTHING_FOUND = "【参考资料】资料库里没有找到与这个问题相关的内容。"
+_PASSAGES, _QUESTION = "【参考资料】\n", "【问题】\n"  # how the newest question lays out its passages and itself
+# The prompt's own layout, which no reply has reason to write: where a model starts writing it out (its passages, the
+# question again, seen at the defaults on both demo models), the reply ends (`engine.api.Sampling.stop`).
+# "根据【参考资料】，" stays a reply's words, which `appended` checks.
+ECHOES = (_PASSAGES, _QUESTION)
 NOT_ANSWERED = f"（以上资料里没有直接回答这个问题的句子。如果资料确实没有答案，请直接说“{NOT_COVERED}”，不要猜测。）"
 # Words that ask about a sight in general, not for a fact: a question of these alone is answered by any passage.
 _GENERAL = frozenset(terms("介绍 简介 讲讲 说说 了解 一下 看看 玩 好玩 值得 推荐 谢谢 麻烦 tell about introduce describe "
@@ -336,12 +341,12 @@ def grounded(history: list[Message], found: list[Found]) -> list[Message]:
     question = history[-1]
     if found:
         blocks = [f"[{number}] 《{passage.title}》{passage.section}\n{passage.text}" for number, passage in enumerate(found, 1)]
-        context = "【参考资料】\n" + "\n\n".join(blocks)
+        context = _PASSAGES + "\n\n".join(blocks)
         context += f"\n\n{NOT_ANSWERED}" if unanswered(found, question["content"]) else ""
     else:
         context = NOTHING_FOUND
     language = f"\n{answer_in(question['content'])}".rstrip()
-    return [*history[:-1], {"role": question["role"], "content": f"{context}\n\n【问题】\n{question['content']}{language}"}]
+    return [*history[:-1], {"role": question["role"], "content": f"{context}\n\n{_QUESTION}{question['content']}{language}"}]
 
 
 def answer_in(question: str) -> str:

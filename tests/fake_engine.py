@@ -9,6 +9,8 @@ engine does. The reply is a script, not a model's:
 - a question containing `[fail]` ends after three words with the engine-fault error a dead engine gives;
 - a question containing `[quote]` is answered with the newest message as the engine got it (with whatever the
   app put around the question), a few characters per token;
+- a question containing `[nothing]` is answered with nothing at all (as a reply the model ends at once, or at a stop
+  text it starts with);
 - a question containing `[blank lines]` is answered with 3,000 blank lines between two words, as a small model
   caught in a loop writes them;
 - with `Sampling.thinking` on, its first `THINKING_WORDS` words are thinking (`t1 t2 ...`), as a thinking
@@ -43,6 +45,7 @@ PREFILL_SECONDS = 0.5  # how long weighing a prompt (`prompt_logprobs`) takes
 FAIL = "[fail]"
 QUOTE = "[quote]"
 BLANK_LINES = "[blank lines]"
+NOTHING = "[nothing]"
 THINKING_WORDS = 25  # half a second: time to press stop while it thinks
 ALTERNATIVE = 7  # the token id of every word's one alternative
 
@@ -88,7 +91,8 @@ class FakeEngine:
         said = ([newest[start:start + 4] for start in range(0, len(newest), 4)] if QUOTE in newest else
                 ["好的", *["\n" * 1000] * 3, "完"] if BLANK_LINES in newest else
                 [f" w{index}" for index in range(1, sampling.max_new_tokens - len(thinking))])
-        words = [*thinking, f"[{len(history)} messages]", *said[:sampling.max_new_tokens - len(thinking) - 1]]
+        words = [] if NOTHING in newest else [*thinking, f"[{len(history)} messages]",
+                                              *said[:sampling.max_new_tokens - len(thinking) - 1]]
         async for event in self._say(prompt, words, len(thinking), 3 if FAIL in newest else len(words), sampling):
             yield event
 
@@ -128,7 +132,7 @@ class FakeEngine:
                                                                 (ALTERNATIVE, " alt", math.log(0.09))))
                                               for index, token in enumerate(ids[first:last_word], first))
                                         if sampling.logprobs else ())
-            yield Finished(replace(stats, finish_reason="length"))
+            yield Finished(replace(stats, finish_reason="length" if words else "stop"))
         finally:
             self._running -= 1
 

@@ -8,6 +8,8 @@ from chat.chat_options import ChatOptions, checked, compared, initial_options, l
 from config.settings import load_settings
 from harness.browser import wait_until
 from harness.visitor import ChatClient
+from retrieval.grounding import grounded
+from retrieval.index import Found
 
 SETTINGS = load_settings({})
 
@@ -48,6 +50,19 @@ def test_compare_samples_the_second_reply_at_its_own_temperature_and_seed_and_sa
     assert "the same every time" in label(replace(first, temperature=0))
     assert [widget.id for widget in widgets(SETTINGS, options, False)][-3:] == ["compare", "compare_temperature",
                                                                                "compare_seed"]
+
+
+def test_a_reply_ends_where_it_starts_writing_out_its_prompt():
+    """Seen at the defaults on both demo models: an answer, then its prompt's passages and question again (436 tokens
+    on a phone). The app's sampling ends a reply at the layout its prompt has, and not at a reply's own words."""
+    found = [Found("k/广州塔.md", "广州塔", "简介", "广州塔总高度 600 米。", 1.0)]
+    prompt = grounded([{"role": "user", "content": "广州塔有多高？"}], found)[-1]["content"]
+    stop = sampling(SETTINGS, initial_options(SETTINGS)).stop
+    for answer in ("广州塔高 600 米。\n\n", "The Canton Tower (广州塔) is 600 m tall. "):
+        for echo in (prompt, prompt[prompt.index("【问题】"):]):
+            written = answer + echo
+            assert written[:min(written.index(text) for text in stop if text in written)] == answer
+    assert not any(text in "根据【参考资料】，广州塔高 600 米。【问题】是高度。" for text in stop)
 
 
 def test_the_reply_budget_leaves_room_for_the_prompt():

@@ -61,6 +61,13 @@ async def test_top_k_and_repetition_penalty_reach_the_engine(engine):
     assert "".join(penalised) != "".join(greedy)
 
 
+async def test_a_stop_text_ends_the_reply_before_it(engine):
+    whole = "".join((await _collect(engine, sampling=Sampling(0.0, 1.0, 64, ignore_eos=True)))[0])
+    stop = whole[20:23]  # a text the greedy reply writes, not at its start
+    texts, _, stats = await _collect(engine, sampling=Sampling(0.0, 1.0, 64, ignore_eos=True, stop=("never", stop)))
+    assert "".join(texts) == whole[:whole.index(stop)] and stats.finish_reason == "stop"
+
+
 async def test_vllms_sampler_runs_the_speedup_and_the_apps_default_sampling_replies(engine):
     # In the process that runs the model, vLLM's sampler has engine.sampler_speedup's functions in place.
     assert await asyncio.wrap_future(engine._submit(engine._llm.collective_rpc("install_sampler_speedup"))) == [True]

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from harness.visitor import ChatClient, until, visit
-from tests.fake_engine import ALTERNATIVE, FAIL, THINKING_WORDS
+from tests.fake_engine import ALTERNATIVE, FAIL, NOTHING, THINKING_WORDS
 from tests.support import ARTIFACTS, FakeApp, token_views
 
 pytestmark = pytest.mark.fast
@@ -68,6 +68,16 @@ async def test_an_engine_fault_ends_the_reply_with_a_message_and_keeps_what_was_
     assert said == "[1 messages] w1 w2"
     assert "模型引擎出错" in visitor.errors()[0] and "ask again" in visitor.errors()[0]
     assert (await visitor.ask_and_wait("你好")).startswith("[3 messages]")
+    await visitor.socket.disconnect()
+
+
+async def test_a_reply_the_model_ends_before_a_word_says_so(fake_app):
+    visitor = await visit(fake_app.url)
+    asked = len(visitor.events)
+    await visitor.ask(f"{NOTHING} 你好")
+    await until(lambda: any(event == "task_end" for event, _ in visitor.events[asked:]))
+    assert "no answer" in visitor.errors()[0] and "ask again" in visitor.errors()[0] and visitor.replies() == []
+    assert (await visitor.ask_and_wait("你好")).startswith("[2 messages]")  # two questions, no answer
     await visitor.socket.disconnect()
 
 

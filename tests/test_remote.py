@@ -11,6 +11,7 @@ import asyncio
 import json
 import time
 import urllib.request
+from dataclasses import replace
 
 import pytest
 
@@ -110,6 +111,10 @@ async def test_the_servers_get_the_prompt_the_in_process_engine_renders(servers,
                    {"role": "user", "content": "还有呢？"}]
         here = [event async for event in engine.reply("你是导游", history, GREEDY)]
         there = [event async for event in remote.reply("你是导游", history, GREEDY)]
+        stop = "".join(event.text for event in here[1:-1])[10:13]  # the server ends where the engine does
+        stopped = [replace(GREEDY, stop=(stop,))] * 2
+        ends = [[event async for event in side.reply("你是导游", history, sampling)]
+                for side, sampling in zip((engine, remote), stopped)]
     finally:
         remote.shutdown()
     assert here[0].token_ids == there[0].token_ids and here[0].text == there[0].text
@@ -118,6 +123,9 @@ async def test_the_servers_get_the_prompt_the_in_process_engine_renders(servers,
            [token for event in there[1:-1] for token in event.token_ids]
     assert isinstance(there[-1], Finished) and there[-1].stats.generated_tokens == 32
     assert all(isinstance(event, TextDelta) for event in there[1:-1])
+    assert ["".join(event.text for event in events[1:-1]) for events in ends] == \
+           ["".join(event.text for event in here[1:-1]).split(stop)[0]] * 2
+    assert ends[1][-1].stats.finish_reason == "stop"
 
 
 async def test_chats_go_to_both_servers_and_stop_aborts_there(remote_app, servers):

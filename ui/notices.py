@@ -13,6 +13,8 @@ NO_LONGER_AVAILABLE = ("这个选择已不可用，请重新提问。 That choic
                        "session): ask the question again.")
 LOGIN_ENDED = ("您的登录已失效（用户已删除或密码已更改），请刷新页面重新登录。 Your login has ended (the user was removed or "
                "the password changed): reload the page and log in again.")
+NO_ANSWER = ("模型这次没有写出回答，请换个说法再问一次。 The model wrote no answer this time (it ended before its first word): "
+             "ask again, in other words.")
 ONLY_LATEST = "只能保留最新问题的回答。 Only a reply to the latest question can be kept."
 UNSAVED = ("⚠️ 对话暂时无法保存，服务器恢复后会自动补存；回答不受影响。 This conversation could not be saved just now (the "
            "server's log says why); it is saved as soon as the database takes writes again. Answers are not affected.")
