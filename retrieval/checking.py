@@ -35,7 +35,7 @@ _PAID = re.compile(r"(?:需要|须|需|要|得)(?:先|提前)?(?:购买|买|购)
                    r"(?:admission )?ticket|not free", re.IGNORECASE)
 _FREE = re.compile(r"免费|free (?:of charge|admission|entry|to (?:enter|visit))|(?:admission|entry|entrance) is free|"
                    r"is free to (?:enter|visit)", re.IGNORECASE)
-FREE_HELD = re.compile(r"免费|免票|免门票|不收费|无需门票|不需要门票|\bfree\b", re.IGNORECASE)  # a source saying so
+FREE_HELD = re.compile(r"免费|免票|免门票|不收(?:费|门票)|无需门票|不(?:需要|用|要)门票|\bfree\b", re.IGNORECASE)  # a source saying so
 _NOT_BEFORE = re.compile(r"(?:不|无|免|勿|不用|没有|not |n't |no |without )$", re.IGNORECASE)
 # The kind of a figure by its unit: a figure of one of these kinds is held only by a number of the same kind.
 _KINDS = {"点": "clock", "元": "price", "块": "price", "yuan": "price", "rmb": "price", "米": "length", "千米": "length",

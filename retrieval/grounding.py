@@ -62,6 +62,11 @@ _COUNT_WORD = re.compile(rf"(?:多少|几多|几)([{_MEASURES}])")
 # A time of day asked ("几点开门？", "what time…"): only a clock time, or "all day", answers it.
 _WHEN = re.compile(r"几点|\bwhat time\b", re.IGNORECASE)
 _CLOCK = re.compile(r"\d{1,2}\s*[:：]\s*\d{2}|[0-9零一二三四五六七八九十两]+\s*点|全天|24\s*小时|\d\s*[ap]\.?m\b", re.IGNORECASE)
+# A time taken asked ("坐多久？", "要多少分钟？", "how long does…"): only a number of minutes, hours or days answers it
+# ("约 1 个多小时", "半天到一天").
+_LASTING = re.compile(r"多久|多长时间|(?:多少|几)个?(?:分钟|小时|钟头)|\bhow long (?:does|do|did|will|would|should|to)\b",
+                      re.IGNORECASE)
+_DURATION = re.compile(r"[0-9零一二三四五六七八九十两半]\s*[个整]?\s*多?\s*(?:分钟|小时|钟头|天|周|星期|个月|年)")
 # What the guide defers to others ("门票和开放时间请以寺院公告为准", "请查询官方公告") it does not answer: such a clause
 # is no answer to what it names.
 _DEFERS = re.compile("为准|请查询|请咨询")
@@ -78,9 +83,10 @@ _A_NUMBER = r"[0-9零一二三四五六七八九十百千万两]\s*多?\s*"  # b
 _NOTE = re.compile(r"（[^（）\n]*）|\([^()\n]*\)")
 _QUOTED = re.compile(r"[“「《\"]([^”」》\"\n]{2,20})[”」》\"]")  # a name a question quotes: "“金记糖水”的招牌甜品是什么？"
 # What a question asks for, apart from what it is about: what follows its first 的 ("星火馆的馆长是谁？": 馆长); in English,
-# the thing counted ("How many people…") or the thing of something ("the abbot of…"). The words that only ask for a
-# name or a part ("叫什么", "部分") are not what it asks for.
-_FOCUS_EN = re.compile(r"\bhow many (\w+)|\b(?:what|who) (?:is|are|was|were) the ((?:\w+ )+?)of\b", re.IGNORECASE)
+# the thing counted ("How many people…"), the thing of something ("the abbot of…") or what someone did ("Who
+# designed…"). The words that only ask for a name or a part ("叫什么", "部分") are not what it asks for.
+_FOCUS_EN = re.compile(r"\bhow many (\w+)|\b(?:what|who) (?:is|are|was|were) the ((?:\w+ )+?)of\b|\bwho (\w+ed)\b",
+                       re.IGNORECASE)
 _NAMING = frozenset(("部分", "叫", "叫做", "称为", "名字", "名称"))
 _POINTING = re.compile(rf"[这那哪]一?[个条座家位只种间栋]|{'|'.join(sorted(_NAMING, key=len, reverse=True))}")
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
@@ -242,7 +248,8 @@ def unanswered(found: list[Found], question: str) -> bool:
     """Whether a question asks something particular (not only "tell me about…") that no sentence of the passages
     found bears on, or none bears on what it asks for (`_focus`: "星火馆的馆长是谁？" finds 星火馆, not 馆长), a count or
     a year ("多少棵树？", "哪一年开通？") that none of those sentences gives in its measure word (outside their notes in
-    brackets) nor lists ("几个门？": "南门、西门"), a time of day none gives as a clock time ("几点？"), a price none gives
+    brackets) nor lists ("几个门？": "南门、西门"), a time of day none gives as a clock time ("几点？"), a time taken none
+    gives in minutes, hours, days or years ("坐多少分钟？"), a price none gives
     in yuan or as free, a size none gives in its unit ("多长？": 米, 公里), or a name it quotes that none of the passages
     holds ("“金记糖水”的招牌甜品是什么？"): the passages then likely do not answer it. A clause that leaves the answer to
     others ("门票和开放时间请以寺院公告为准") answers none of these. In a
@@ -259,6 +266,8 @@ def unanswered(found: list[Found], question: str) -> bool:
     if not chosen or counted and not re.search(rf"{_A_NUMBER}{counted[1] or '年'}", given) and not _listed(counted, plain, given):
         return True
     if _WHEN.search(plain) and not _CLOCK.search(kept):  # "高峰（约 8:00–9:30）": in brackets
+        return True
+    if _LASTING.search(plain) and not _DURATION.search(given):
         return True
     if _PRICE.search(plain) and not (IN_YUAN.search(given) or FREE_HELD.search(given)):
         return True
@@ -293,7 +302,7 @@ def _focus(question: str) -> str:
     if "的" in question:
         return _POINTING.sub(" ", question.split("的", 1)[1])
     match = _FOCUS_EN.search(question)
-    return (match[1] or match[2]) if match else ""
+    return (match[1] or match[2] or match[3]) if match else ""
 
 
 def worded_like_a_name(passage: Found, question: str) -> bool:

@@ -201,6 +201,10 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
     # another word for what the passage says (创建, 层): questions written after the benchmark's, on its development half
     (("华南植物园是谁创办的？",), False), (("How many storeys does the Flower Pagoda have inside?",), False),
     (("六榕寺在哪个区？", "它的花塔有几层？"), False),  # jieba's 几层 asks for 层 ("九层"), and the count's rule for a number
+    # a time taken: only minutes, hours, days or years; what someone did; "不收门票" is free
+    (("白云山索道单程要坐多少分钟？",), True), (("石室圣心大教堂前后建了多久？",), False),
+    (("Who designed the Chen Clan Ancestral Hall?",), True), (("Who designed the Canton Tower?",), False),
+    (("去沙面要多少钱？",), False),
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)

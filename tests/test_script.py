@@ -59,6 +59,7 @@ def test_a_reply_in_traditional_characters_is_checked_against_simplified_sources
     ("陈家祠嘅门票几多钱？", "陈家祠的门票多少钱？"),  # Cantonese in Simplified characters
     ("六榕寺个花塔有几多层？", "六榕寺个花塔有多少层？"),  # and asked with its words alone
     ("沒關係，佢幾點開門？", "没关系，它几点开门？"),  # 關係 and 幾點 keep their meaning
+    ("白雲山嘅纜車幾錢一位？", "白云山的缆车多少钱一位？"),  # 幾錢: how much money
 ])
 def test_a_question_in_written_cantonese_is_shown_to_the_model_in_mandarins_words(question, shown):
     assert in_mandarin(question) == shown
