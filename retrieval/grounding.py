@@ -220,13 +220,13 @@ def _asked(passage: Found, question: str) -> list[str]:
     """What a question asks of a passage: its first `MAX_ASKED` search terms (a count, 几层, by its measure word, 层),
     the Chinese words for its English words (`terms.translated`) and the words a passage may say its Chinese ones with
     (`terms.said_otherwise`), less the words of the passage's document's names (a question about a sight names it, and
-    so does every line of its entry) and of the city's."""
+    so does every line of its entry), of the city's, and those that point back at them ("那里", "it")."""
     aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
     # A title with a colon names a topic, whose words count ("推荐路线：经典一日游": a question about a route asks for it).
     names = set(terms(" ".join([sight(passage.title), *aliases]))) | _NAMES
     words = [count[1] if (count := _COUNT_WORD.fullmatch(term)) else term
              for term in [*terms(question), *translated(question), *said_otherwise(question)]]
-    return [term for term in dict.fromkeys(words) if term not in names][:MAX_ASKED]
+    return [term for term in dict.fromkeys(words) if term not in names and not _BACK.fullmatch(term)][:MAX_ASKED]
 
 
 def _chosen(passage: Found, question: str) -> list[str]:

@@ -205,6 +205,10 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
     (("白云山索道单程要坐多少分钟？",), True), (("石室圣心大教堂前后建了多久？",), False),
     (("Who designed the Chen Clan Ancestral Hall?",), True), (("Who designed the Canton Tower?",), False),
     (("去沙面要多少钱？",), False),
+    # follow-ups: a word that points back asks nothing; other words for holding, paying and when
+    (("沙面在哪个区？", "那里有什么好玩的？"), False), (("永庆坊有什么看点？", "李小龙祖居在那里吗？"), False),
+    (("广交会在哪里举办？", "When is it held?"), False), (("醒狮是什么？", "什么时候能看到？"), False),
+    (("广州地铁几点开始运营？", "坐地铁怎么付钱？"), False),
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)
