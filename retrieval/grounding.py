@@ -50,6 +50,7 @@ IN_ENGLISH = ("（游客用英文提问：请用英文回答，地名、人名�
 # After a question asked in Japanese or Korean: the reply in that language, and what to say when the guide is silent.
 IN_JAPANESE = f"（游客用日语提问：请用日语回答。日本語で答えてください。资料没有答案时说“{NOT_COVERED_JA}”。）"
 IN_KOREAN = f"（游客用韩语提问：请用韩语回答。한국어로 답해 주세요. 资料没有答案时说“{NOT_COVERED_KO}”。）"
+_KANA_ONLY = re.compile(r"[\u3040-\u30ff]+")  # a Japanese question's grammar (は, ますか), or a loanword no passage holds
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 # What a question counts in ("多少棵树？" 棵, "几只考拉？" 只, "哪一年开通的？" 年): only a number in it answers, outside
@@ -220,13 +221,15 @@ def _asked(passage: Found, question: str) -> list[str]:
     """What a question asks of a passage: its first `MAX_ASKED` search terms (a count, 几层, by its measure word, 层),
     the Chinese words for its English words (`terms.translated`) and the words a passage may say its Chinese ones with
     (`terms.said_otherwise`), less the words of the passage's document's names (a question about a sight names it, and
-    so does every line of its entry), of the city's, and those that point back at them ("那里", "it")."""
+    so does every line of its entry), of the city's, those that point back at them ("那里", "it"), and a Japanese
+    question's words in kana, which no passage holds."""
     aliases = [line for line in passage.text.split("\n") if ALIASES.match(line)]
     # A title with a colon names a topic, whose words count ("推荐路线：经典一日游": a question about a route asks for it).
     names = set(terms(" ".join([sight(passage.title), *aliases]))) | _NAMES
     words = [count[1] if (count := _COUNT_WORD.fullmatch(term)) else term
              for term in [*terms(question), *translated(question), *said_otherwise(question)]]
-    return [term for term in dict.fromkeys(words) if term not in names and not _BACK.fullmatch(term)][:MAX_ASKED]
+    return [term for term in dict.fromkeys(words)
+            if term not in names and not _BACK.fullmatch(term) and not _KANA_ONLY.fullmatch(term)][:MAX_ASKED]
 
 
 def _chosen(passage: Found, question: str) -> list[str]:

@@ -209,6 +209,9 @@ def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(
     (("沙面在哪个区？", "那里有什么好玩的？"), False), (("永庆坊有什么看点？", "李小龙祖居在那里吗？"), False),
     (("广交会在哪里举办？", "When is it held?"), False), (("醒狮是什么？", "什么时候能看到？"), False),
     (("广州地铁几点开始运营？", "坐地铁怎么付钱？"), False),
+    # Japanese: its kana ask nothing (は, ますか, ロープウェイ), its question words are glossary words (何区, 完成)
+    (("陳家祠は何区にありますか？",), False), (("白雲山にロープウェイはありますか？",), False),
+    (("石室聖心大教堂はいつ完成しましたか？",), False),
 ])
 def test_a_question_no_sentence_found_bears_on_is_told_so_in_the_prompt(index, questions, expected):
     history = conversation(*questions)
