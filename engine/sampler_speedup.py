@@ -21,11 +21,9 @@ chosen token with a function it compiles with torch.compile on first use, which 
 back by seconds. `count_at_least` is the same comparison run as it is (a row of booleans the size of the
 vocabulary), at a small share of a step. The figures: docs/design-figures.md.
 
-With speculation on (`engine.speculation`), vLLM's rejection sampler, which imported the penalty and top-k/top-p
-functions by name, checks proposed tokens with the first two as well. Whatever they do not cover goes to vLLM's own
-code. `SamplerSpeedup` is a vLLM worker extension: vLLM adds its method to the worker in the process that runs the
-model, and the engine calls it there once (`collective_rpc`) to put these in place of vLLM's, whose names and
-contracts it checks first.
+Whatever they do not cover goes to vLLM's own code. `SamplerSpeedup` is a vLLM worker extension: vLLM adds
+its method to the worker in the process that runs the model, and the engine calls it there once
+(`collective_rpc`) to put these in place of vLLM's, whose names and contracts it checks first.
 """
 
 from __future__ import annotations
@@ -128,7 +126,6 @@ class SamplerSpeedup:
     def install_sampler_speedup(self) -> bool:
         """Put the functions above in place of vLLM's in this worker's sampler, once: True when they are in
         place, False (and vLLM's own left in place) where vLLM's are not the ones this was written against."""
-        from vllm.v1.sample import rejection_sampler
         from vllm.v1.sample import sampler as vllm_sampler
         from vllm.v1.sample.ops import topk_topp_sampler
 
@@ -140,9 +137,7 @@ class SamplerSpeedup:
                  and getattr(chooser.forward, "__func__", None) is topk_topp_sampler.TopKTopPSampler.forward_cpu
                  and hasattr(vllm_sampler, "batched_count_greater_than")
                  and getattr(vllm_sampler, "_SAMPLING_EPS", None) == GREEDY_BELOW
-                 and getattr(self.model_runner.sampler.sample, "__func__", None) is vllm_sampler.Sampler.sample
-                 and rejection_sampler.apply_all_penalties is vllm_sampler.apply_all_penalties
-                 and rejection_sampler.apply_top_k_top_p is topk_topp_sampler.apply_top_k_top_p)
+                 and getattr(self.model_runner.sampler.sample, "__func__", None) is vllm_sampler.Sampler.sample)
         if not known:
             return False
         penalties, masking, sample = vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p, \
@@ -167,8 +162,8 @@ class SamplerSpeedup:
             tokens = draw(logits, k, p)
             return sample(logits, generators, k, p) if tokens is None else (tokens, None)
 
-        vllm_sampler.apply_all_penalties = rejection_sampler.apply_all_penalties = fast_penalties
-        topk_topp_sampler.apply_top_k_top_p = rejection_sampler.apply_top_k_top_p = fast_top_k_top_p
+        vllm_sampler.apply_all_penalties = fast_penalties
+        topk_topp_sampler.apply_top_k_top_p = fast_top_k_top_p
         vllm_sampler.batched_count_greater_than = count_at_least
         chooser.forward = MethodType(fast_sample, chooser)
         self.model_runner.sampler.sample = MethodType(narrowed_sample, self.model_runner.sampler)

@@ -6,7 +6,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from vllm.v1.sample import rejection_sampler
 from vllm.v1.sample import sampler as vllm_sampler
 from vllm.v1.sample.ops import topk_topp_sampler
 from vllm.v1.sample.ops.penalties import apply_all_penalties
@@ -144,9 +143,6 @@ def test_installed_in_place_of_vllms_sampler_once():
         assert vllm_sampler.apply_all_penalties is not penalties
         assert topk_topp_sampler.apply_top_k_top_p is not masking
         assert vllm_sampler.batched_count_greater_than is count_at_least  # not compiled on a first teaching reply
-        # With speculation on, proposed tokens are checked with them too.
-        assert (rejection_sampler.apply_all_penalties, rejection_sampler.apply_top_k_top_p) == \
-               (vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p)
         installed = (vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p,
                      worker.model_runner.sampler.topk_topp_sampler.forward)
         assert installed[2].__name__ == "fast_sample"
@@ -156,7 +152,6 @@ def test_installed_in_place_of_vllms_sampler_once():
                 worker.model_runner.sampler.topk_topp_sampler.forward) == installed
     finally:
         vllm_sampler.apply_all_penalties, topk_topp_sampler.apply_top_k_top_p = penalties, masking
-        rejection_sampler.apply_all_penalties, rejection_sampler.apply_top_k_top_p = penalties, masking
         vllm_sampler.batched_count_greater_than = ranks
 
 
