@@ -63,8 +63,8 @@ _COUNT_WORD = re.compile(rf"(?:多少|几多|几)([{_MEASURES}])")
 # A time of day asked ("几点开门？", "what time…"): only a clock time, or "all day", answers it.
 _WHEN = re.compile(r"几点|\bwhat time\b", re.IGNORECASE)
 _CLOCK = re.compile(r"\d{1,2}\s*[:：]\s*\d{2}|[0-9零一二三四五六七八九十两]+\s*点|全天|24\s*小时|\d\s*[ap]\.?m\b", re.IGNORECASE)
-# A time taken asked ("坐多久？", "要多少分钟？", "how long does…"): only a number of minutes, hours or days answers it
-# ("约 1 个多小时", "半天到一天").
+# A time taken asked ("坐多久？", "要多少分钟？", "how long does…"): only a number of minutes, hours, days, weeks, months or
+# years answers it ("约 1 个多小时", "半天到一天", "前后用了约 25 年").
 _LASTING = re.compile(r"多久|多长时间|(?:多少|几)个?(?:分钟|小时|钟头)|\bhow long (?:does|do|did|will|would|should|to)\b",
                       re.IGNORECASE)
 _DURATION = re.compile(r"[0-9零一二三四五六七八九十两半]\s*[个整]?\s*多?\s*(?:分钟|小时|钟头|天|周|星期|个月|年)")
