@@ -73,6 +73,10 @@ def engine_options(settings: Settings, model: Path) -> dict[str, Any]:
     # vLLM's CPU platform allows the "uni" executor only when told the engine core is not multiprocessing;
     # AsyncLLM still runs the engine core in a process of its own.
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    # vLLM's n-gram proposer (CHAT_SPECULATION) runs in numba's threads. Numba's default OpenMP layer shares the
+    # OpenMP runtime the model's threads are bound in, and every step then ran slower: one chat at 10 tokens/s
+    # instead of 18, eight at 45 instead of 73 (docs/performance.md). Its own thread pool leaves them alone.
+    os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
     if settings.threads:
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{settings.threads - 1}"
     else:

@@ -4,6 +4,7 @@ sampled replies come from the same distribution as without it (a chi-square test
 
 import asyncio
 import collections
+import os
 
 import pytest
 import torch
@@ -108,6 +109,12 @@ async def test_greedy_replies_take_the_models_likeliest_token_at_every_step(engi
     state = speculating.state()
     assert state.accepted > 20 and state.proposed >= state.accepted  # it proposed, and the model kept most
     assert plain.state().proposed == 0
+
+
+def test_the_proposers_threads_keep_out_of_the_models(engines):
+    """The engine processes start with the variables of this one (vLLM spawns them): numba's own thread pool, as
+    its OpenMP layer would share the runtime the model's threads are bound in (`engine_options`)."""
+    assert os.environ.get("NUMBA_THREADING_LAYER") == "workqueue"
 
 
 async def test_sampled_tokens_come_from_the_same_distribution_with_and_without_speculation(engines):
