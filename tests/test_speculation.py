@@ -32,8 +32,9 @@ def test_expand_writes_each_chats_value_once_per_token(dtype):
 
 @pytest.mark.fast
 def test_the_settings_name_what_they_take():
-    assert speculative_config(load_settings({})) is None  # off unless asked for
-    on = speculative_config(load_settings({"CHAT_SPECULATION": "ngram", "CHAT_SPECULATIVE_TOKENS": "6"}))
+    assert speculative_config(load_settings({"CHAT_SPECULATION": "off"})) is None
+    assert speculative_config(load_settings({}))["method"] == "ngram"  # on unless told otherwise
+    on = speculative_config(load_settings({"CHAT_SPECULATIVE_TOKENS": "6"}))
     assert on["method"] == "ngram" and on["num_speculative_tokens"] == 6
     assert on["num_speculative_tokens_per_batch_size"] == [(1, 1, 6), (2, 8, 0)]  # a lone chat only, by default
     assert "num_speculative_tokens_per_batch_size" not in speculative_config(load_settings(
