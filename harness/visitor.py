@@ -43,6 +43,7 @@ class ChatClient:
         self.events: list[tuple[str, dict]] = []  # every event, in order
         self.started = asyncio.Event()
         self.done = asyncio.Event()
+        self._ended = False  # the latest question's reply came to its end: its footer, or the app's error notice
         self._chat_start_seen = False
         self.socket.on("*", self._on_event)
 
@@ -55,6 +56,7 @@ class ChatClient:
             self._chat_start_seen = True
         elif event == "new_message":
             self.messages.append(data)
+            self._ended = self._ended or bool(data.get("isError"))  # e.g. "the model wrote no answer this time"
             if "reply" in (data.get("metadata") or {}) and not self.text:  # a reply sent whole: the app's own
                 self.text = data["output"]
         elif event == "resume_thread":  # a stored conversation was opened again: no chat start follows
@@ -62,11 +64,12 @@ class ChatClient:
             self.started.set()
         elif event == "task_end" and self._chat_start_seen:
             self.started.set()
-            if self.generated_tokens is not None:  # the reply's task is over: the page takes a question again
+            if self._ended:  # the reply's task is over: the page takes a question again
                 self.done.set()
         elif event == "element" and data.get("name") == "ReplyFooter":
             self.footer = data["props"]  # the figures the app measured for the reply
             self.generated_tokens = data["props"]["generated_tokens"]
+            self._ended = True
 
     async def connect(self) -> None:
         auth = {"sessionId": self.session_id, "clientType": "webapp"}
@@ -82,6 +85,7 @@ class ChatClient:
     async def ask(self, question: str, command: str | None = None) -> None:
         """Send `question`, as the composer does (with one of the app's commands chosen, if `command`)."""
         self.generated_tokens = None
+        self._ended = False
         await self.socket.emit("client_message", {"message": {
             "id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message", "output": question,
             "createdAt": datetime.now(UTC).isoformat(), **({"command": command} if command else {})},
@@ -95,7 +99,7 @@ class ChatClient:
                                      json={"sessionId": self.session_id, "action": {"name": action, "payload": payload}})
 
     async def ask_and_wait(self, question: str, timeout: float = 30) -> str:
-        """The reply's whole text, once its footer arrived."""
+        """The reply's whole text, once its task ended (after its footer, or the app's error notice)."""
         self.text = ""
         self.done.clear()
         await self.ask(question)
