@@ -163,7 +163,7 @@ async def _one_chat(url: str, question: str) -> dict:
     client = await chat(url, question)
     await client.socket.disconnect()
     return {"text": client.text, "deltas": len(client.token_times), "tokens": client.generated_tokens,
-            "reply": client.replies()[-1]}
+            "reply": (client.replies() or [""])[-1]}
 
 
 if __name__ == "__main__":

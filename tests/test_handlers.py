@@ -79,6 +79,13 @@ async def test_a_reply_the_model_ends_before_a_word_says_so(fake_app):
     await visitor.socket.disconnect()
 
 
+async def test_the_knowledge_benchmark_scores_a_reply_the_model_never_wrote_as_none(fake_app):
+    from bench.knowledge import ask
+
+    scored = await ask(fake_app.url, ["你好", f"{NOTHING} 再说一遍"], knowledge=False, temperature=0)
+    assert scored["answer"] == "" and scored["before"] == ["你好"]  # not the reply to the question before
+
+
 async def test_the_second_visitor_waits_in_line_with_a_notice(fake_app):
     first, second = await visit(fake_app.url), await visit(fake_app.url)
     await first.ask("你好")
