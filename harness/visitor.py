@@ -43,7 +43,7 @@ class ChatClient:
         self.events: list[tuple[str, dict]] = []  # every event, in order
         self.started = asyncio.Event()
         self.done = asyncio.Event()
-        self._ended = False  # the latest question's reply came to its end: its footer, or the app's error notice
+        self._notice = False  # the app's error notice came in the task running now (e.g. "the model wrote no answer")
         self._chat_start_seen = False
         self.socket.on("*", self._on_event)
 
@@ -56,20 +56,21 @@ class ChatClient:
             self._chat_start_seen = True
         elif event == "new_message":
             self.messages.append(data)
-            self._ended = self._ended or bool(data.get("isError"))  # e.g. "the model wrote no answer this time"
+            self._notice = self._notice or bool(data.get("isError"))
             if "reply" in (data.get("metadata") or {}) and not self.text:  # a reply sent whole: the app's own
                 self.text = data["output"]
         elif event == "resume_thread":  # a stored conversation was opened again: no chat start follows
             self._chat_start_seen = True
             self.started.set()
+        elif event == "task_start":  # a notice of another task (a settings change) does not end the reply
+            self._notice = False
         elif event == "task_end" and self._chat_start_seen:
             self.started.set()
-            if self._ended:  # the reply's task is over: the page takes a question again
+            if self.generated_tokens is not None or self._notice:  # the reply's task is over
                 self.done.set()
         elif event == "element" and data.get("name") == "ReplyFooter":
             self.footer = data["props"]  # the figures the app measured for the reply
             self.generated_tokens = data["props"]["generated_tokens"]
-            self._ended = True
 
     async def connect(self) -> None:
         auth = {"sessionId": self.session_id, "clientType": "webapp"}
@@ -85,7 +86,7 @@ class ChatClient:
     async def ask(self, question: str, command: str | None = None) -> None:
         """Send `question`, as the composer does (with one of the app's commands chosen, if `command`)."""
         self.generated_tokens = None
-        self._ended = False
+        self._notice = False
         await self.socket.emit("client_message", {"message": {
             "id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message", "output": question,
             "createdAt": datetime.now(UTC).isoformat(), **({"command": command} if command else {})},
