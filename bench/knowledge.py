@@ -121,12 +121,10 @@ async def ask(url: str, questions: list[str], knowledge: bool, temperature: floa
     for question in questions[:-1]:
         await client.ask_and_wait(question, timeout=600)
     client.token_times.clear()
-    earlier = len(client.replies())
     asked = time.perf_counter()
     await client.ask_and_wait(questions[-1], timeout=600)
     answered = time.perf_counter()
-    replies = client.replies()
-    reply = replies[-1] if len(replies) > earlier else ""  # none where the model wrote no answer (the app said so)
+    reply = client.latest_reply()
     await client.socket.disconnect()
     times = client.token_times or [answered]  # a reply the app gave without the model streams no token
     return {"question": questions[-1], "before": questions[:-1], **parse(reply), "asked": asked,

@@ -44,6 +44,7 @@ class ChatClient:
         self.started = asyncio.Event()
         self.done = asyncio.Event()
         self._notice = False  # the app's error notice came in the task running now (e.g. "the model wrote no answer")
+        self._replies_before = 0  # replies on the page when the latest question was asked
         self._chat_start_seen = False
         self.socket.on("*", self._on_event)
 
@@ -87,6 +88,7 @@ class ChatClient:
         """Send `question`, as the composer does (with one of the app's commands chosen, if `command`)."""
         self.generated_tokens = None
         self._notice = False
+        self._replies_before = len(self.replies())
         await self.socket.emit("client_message", {"message": {
             "id": str(uuid.uuid4()), "threadId": "", "name": "User", "type": "user_message", "output": question,
             "createdAt": datetime.now(UTC).isoformat(), **({"command": command} if command else {})},
@@ -114,6 +116,12 @@ class ChatClient:
             if event in ("new_message", "update_message") and "reply" in (data.get("metadata") or {}):
                 last[data["id"]] = data["output"]
         return list(last.values())
+
+    def latest_reply(self) -> str:
+        """The reply to the latest question as the app last sent it; "" where it sent none (the model wrote no answer,
+        and the app said so)."""
+        replies = self.replies()
+        return replies[-1] if len(replies) > self._replies_before else ""
 
     def elements(self) -> list[dict]:
         return [data for event, data in self.events if event == "element"]
@@ -164,7 +172,7 @@ async def _one_chat(url: str, question: str) -> dict:
     client = await chat(url, question)
     await client.socket.disconnect()
     return {"text": client.text, "deltas": len(client.token_times), "tokens": client.generated_tokens,
-            "reply": (client.replies() or [""])[-1]}
+            "reply": client.latest_reply()}
 
 
 if __name__ == "__main__":

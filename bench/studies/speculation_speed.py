@@ -73,8 +73,7 @@ async def visit(url: str, question: str, options: dict) -> dict:
     await client.ask_and_wait(question, timeout=600)
     await client.socket.disconnect()
     times = client.token_times or [time.perf_counter()]  # the app's own reply ("not in the guide") streams none
-    replies = client.replies()  # none where the model wrote no answer (the app's notice instead)
-    return {"question": question, "text": model_text(replies[-1]) if replies else "", "tokens": client.generated_tokens,
+    return {"question": question, "text": model_text(client.latest_reply()), "tokens": client.generated_tokens,
             "decode_tokens_per_s": client.footer.get("tokens_per_s"), "first_token_s": times[0] - arrival,
             "done_s": times[-1] - arrival}
 
