@@ -7,7 +7,9 @@ A question asked in English, Japanese or Korean is answered in its language. Eac
 about (`search_for`): a question that names a document's sight or topic by any of its names, in any script, searches
 for that alone; a follow-up that names none or points back ("它几点开门？", "Which metro station is nearest to it?")
 carries the sight the conversation last named, unless it asks about a thing only other documents hold ("关公狮是什么颜色？"
-after a question on 六榕寺). A reply drew on a passage when it repeats something of it that the
+after a question on 六榕寺). A Korean question, whose words no passage holds, finds its sight by the Korean names on the
+entry's line of other names, and its passages by the sight's Chinese name and the glossary's Chinese words for its
+own. A reply drew on a passage when it repeats something of it that the
 question did not already say, and says nothing of the documents being silent (`drawn_on`).
 """
 
@@ -52,6 +54,7 @@ IN_JAPANESE = f"（游客用日语提问：请用日语回答。日本語で答�
 IN_KOREAN = f"（游客用韩语提问：请用韩语回答。한국어로 답해 주세요. 资料没有答案时说“{NOT_COVERED_KO}”。）"
 _KANA_ONLY = re.compile(r"[\u3040-\u30ff]+")  # a Japanese question's grammar (は, ますか), or a loanword no passage holds
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
+_KOREAN_SPACE = re.compile(r"(?<=[\uac00-\ud7af])\s+(?=[\uac00-\ud7af])")
 _UNITS = re.compile(r"[\u3400-\u9fff]{2,}|[a-z][a-z0-9]+|[0-9]+[.:][0-9]+|[0-9]{2,}")  # a lone digit says little
 # What a question counts in ("多少棵树？" 棵, "几只考拉？" 只, "哪一年开通的？" 年): only a number in it answers, outside
 # the notes in brackets ("（2026 年 12 月整理，未核实）" says when the guide was written, not when a cable car opened).
@@ -117,9 +120,9 @@ class Search:
 
 def named(text: str, names: dict[str, tuple[str, ...]]) -> dict[str, str]:
     """The documents `text` names (`KnowledgeIndex.names`: each document's path with its names), in any script and
-    case, English names as whole words, each with the name found; a name inside a longer one found ("Canton" in
-    "Canton Tower") and the city's own name do not count."""
-    compact = simplified(text).lower()
+    case, English names as whole words, Korean ones however spaced, each with the name found; a name inside a longer
+    one found ("Canton" in "Canton Tower") and the city's own name do not count."""
+    compact = _joined(simplified(text).lower())
     found = {path: name for path, aliases in names.items() for name in map(_name, aliases)
              if name and re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", compact)}
     return {path: name for path, name in found.items()
@@ -130,8 +133,13 @@ def named(text: str, names: dict[str, tuple[str, ...]]) -> dict[str, str]:
 def _name(name: str) -> str:
     """A document's name as `named` looks for it: in Simplified characters, lower-case; empty when it says nothing
     (a single letter or character, the city's own name)."""
-    plain = simplified(name).strip().lower()
+    plain = _joined(simplified(name).strip().lower())
     return plain if len(plain) > 1 and not set(terms(plain)) <= _NAMES else ""
+
+
+def _joined(text: str) -> str:
+    """`text` with no space between Korean words, which visitors space as they like (광저우 타워, 광저우타워)."""
+    return _KOREAN_SPACE.sub("", text)
 
 
 def search_for(history: list[Message], names: dict[str, tuple[str, ...]], holding: Holding) -> Search:
@@ -144,15 +152,23 @@ def search_for(history: list[Message], names: dict[str, tuple[str, ...]], holdin
     newest = questions[-1]
     sights = named(newest, names)
     if sights and not _BACK.search(newest):
-        return Search(newest, _about(sights.values(), names))
+        return Search(_searched(newest, names), _about(sights.values(), names))
     sight = None
     for earlier in questions[:-1]:
         sight = _sight_after(earlier, sight, names, holding)
     if sight is None:
-        return Search("\n".join(questions[-2:]), _about(sights.values(), names))
+        return Search("\n".join(_searched(question, names) for question in questions[-2:]), _about(sights.values(), names))
     if not sights and _thing(newest, sight, holding):
-        return Search(newest)
-    return Search("\n".join([newest, *sight.words]), sight.documents | _about(sights.values(), names))
+        return Search(_searched(newest, names))
+    return Search("\n".join([_searched(newest, names), *sight.words]), sight.documents | _about(sights.values(), names))
+
+
+def _searched(question: str, names: dict[str, tuple[str, ...]]) -> str:
+    """A question as it is searched for: a Korean one with the Chinese words of its Korean ones (`terms.translated`)
+    and the Chinese names of the sights it names, as no passage holds Korean."""
+    if not _HANGUL.search(question):
+        return question
+    return " ".join([question, *translated(question), *(names[path][0] for path in named(question, names))])
 
 
 @dataclass(frozen=True)

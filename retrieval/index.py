@@ -28,8 +28,8 @@ from retrieval.reading import SUFFIXES, UnreadableError
 from retrieval.terms import terms
 
 log = logging.getLogger(__name__)
-READER_VERSION = 5  # part of each file's stamp: a new version reads every file again (4: Markdown by a parser;
-# 5: Traditional characters searched as Simplified, each document's other names kept)
+READER_VERSION = 6  # part of each file's stamp: a new version reads every file again (4: Markdown by a parser;
+# 5: Traditional characters searched as Simplified, each document's other names kept; 6: Korean by pairs of syllables)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, folder TEXT NOT NULL, path TEXT NOT NULL UNIQUE,

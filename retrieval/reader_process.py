@@ -23,8 +23,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from retrieval.passages import passages
-from retrieval.reading import UnreadableError, read_document
-from retrieval.terms import romanized, terms
+from retrieval.reading import ALIASES, UnreadableError, read_document
+from retrieval.terms import HANGUL, romanized, terms
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a larger file is refused unread: split it, or export its text
 MAX_INFLATED_BYTES = 256 * 1024 * 1024  # the parts of a DOCX, as they declare themselves once inflated
@@ -68,11 +68,19 @@ def read_file(path: Path, pairs: bool) -> ReadFile:
     """A document's title and passages with their search terms, read in the calling process."""
     check_size(path)
     document = read_document(path, MAX_TEXT_CHARS)
-    names = f"{document.title} {romanized(document.title)} {document.aliases}"  # every passage is found by these
+    # Every passage is found by these; not by their Korean ones, a few words that would weigh on every ranking of the
+    # guide's Chinese: a Korean question finds its entry by name (`grounding.named`) and its passages by the
+    # glossary's Chinese words (`grounding.search_for`).
+    names = HANGUL.sub(" ", f"{document.title} {romanized(document.title)} {document.aliases}")
     return ReadFile(document.title, tuple(
         ReadPassage(passage.section, passage.text,
-                    " ".join(terms(f"{names} {passage.section} {passage.text}", pairs)))  # a section's name finds it
+                    " ".join(terms(f"{names} {passage.section} {_searched(passage.text)}", pairs)))  # and its section
         for passage in passages(document)), document.aliases)
+
+
+def _searched(text: str) -> str:
+    """A passage's text as it is searched: its lines of other names without their Korean ones."""
+    return ALIASES.sub(lambda line: HANGUL.sub(" ", line[0]), text)
 
 
 class ReaderProcess:

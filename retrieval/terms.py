@@ -4,8 +4,13 @@ words (`rjieba`, search mode, which adds the shorter words inside a long one), l
 commonest function words of Mandarin, written Cantonese (係, 嘅, 幾多, 邊度) and English; an English word in its
 singular ("towers", "tower's" → "tower"); optionally every pair of adjacent Chinese characters.
 `romanized` gives a title's pinyin, so that a visitor who types "Chenjiaci" or "Shamian" finds 陈家祠 and 沙面;
-`translated` the Chinese words of a question's English words (`glossary.toml`), so that "How tall…" finds the
-sentence that gives the height; `said_otherwise` the words a passage may answer a Chinese question's words with.
+`translated` the Chinese words of a question's English and Korean words (`glossary.toml`), so that "How tall…" and
+"높이는…" find the sentence that gives the height; `said_otherwise` the words a passage may answer a Chinese question's
+words with.
+
+Korean, which jieba cuts into single syllables, is searched by its pairs of adjacent syllables, as Lucene's CJK bigram
+filter does: "광저우 타워의" holds 광저, 저우 and 타워, so it finds an entry whose other names include 광저우 타워 whatever
+particle follows the name.
 
 Words alone are the default: on our question set they put the right document first more often than words with
 pairs (`bench.knowledge` measures both each run, docs/knowledge.md has the figures).
@@ -27,12 +32,15 @@ _WORD = re.compile(r"\w", re.UNICODE)
 # which would otherwise join them to the word before ("六榕寺個名係點嚟嘅": 名系, "關公獅係咩顏色": 狮系).
 _CANTONESE = re.compile("[係嘅喺咗嚟咩乜佢哋唔冇啲嗰嘢俾]")
 _LATIN = re.compile(r"[a-z]+")
+HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
 GLOSSARY: dict[str, list[str]] = tomllib.loads(Path(__file__).with_name("glossary.toml").read_text(encoding="utf-8"))
 SAID_OTHERWISE: dict[str, list[str]] = GLOSSARY.pop("said_otherwise")
+KOREAN: dict[str, list[str]] = GLOSSARY.pop("korean")
 COMMON = 100  # a word jieba's dictionary counts this often is a common word, not a name
 _PROPER = frozenset(("nr", "ns", "nt", "nz"))  # jieba's tags of a person's, a place's, an organisation's, another name
 # What visitors ask of any sight, in the guide's words (门票, 闭馆, 停车): the glossary's Chinese words.
-FACETS = frozenset(word for words in [*GLOSSARY.values(), *SAID_OTHERWISE.values(), [*SAID_OTHERWISE]] for word in words)
+FACETS = frozenset(word for words in [*GLOSSARY.values(), *SAID_OTHERWISE.values(), *KOREAN.values(), [*SAID_OTHERWISE]]
+                   for word in words)
 ENGLISH_STOP = frozenset("a an the is are was were be been do does did of in on at to for from by with about and or but "
                          "not what which who whom whose when where why how much many there it its this that these those "
                          "i me my we our you your he she they them can could should would will shall may might must s "
@@ -46,8 +54,9 @@ STOP = ENGLISH_STOP | frozenset("的 了 是 在 和 与 及 或 吗 呢 吧 啊
 
 def terms(text: str, pairs: bool = False) -> list[str]:
     lowered = simplified(_CANTONESE.sub(" ", text)).lower()
-    words = [_singular(word) for word in rjieba.cut_for_search(lowered) if _WORD.search(word)]
+    words = [_singular(word) for word in rjieba.cut_for_search(HANGUL.sub(" ", lowered)) if _WORD.search(word)]
     words = [word for word in words if word not in STOP]
+    words += [run[i:i + 2] for run in HANGUL.findall(lowered) for i in range(len(run) - 1)]
     if pairs:
         words += [run[i:i + 2] for run in HAN.findall(lowered) for i in range(len(run) - 1)]
     return words
@@ -61,8 +70,11 @@ def names_a_thing(word: str) -> bool:
 
 
 def translated(text: str) -> list[str]:
-    """The Chinese words for the English words of a question (`glossary.toml`), each once."""
-    return list(dict.fromkeys(chinese for word in terms(text) for chinese in GLOSSARY.get(word, ())))
+    """The Chinese words for the English words of a question and for the Korean ones it holds, whatever ending
+    follows them ("높이는", "휴관합니까": `glossary.toml`, `korean`), each once."""
+    english = [chinese for word in terms(text) for chinese in GLOSSARY.get(word, ())]
+    korean = [chinese for word, chineses in KOREAN.items() if word in text for chinese in chineses]
+    return list(dict.fromkeys([*english, *korean]))
 
 
 def said_otherwise(text: str) -> list[str]:

@@ -99,7 +99,8 @@ def test_passages_keep_short_sections_together_and_cut_long_ones_under_their_hea
     ("为什么广州又叫羊城", "五羊传说与城市别称"), ("从白云机场怎么去市区", "机场与火车站"),
 ])
 def test_search_finds_the_document_a_chinese_question_is_about(index, question, document):
-    assert index.search(question, [GUIDE], 3)[0].name == document
+    search = search_for(conversation(question), index.names([GUIDE]), holding(index, GUIDE))  # as the app searches
+    assert index.search(search.text, [GUIDE], 3, search.documents)[0].name == document
 
 
 def conversation(*questions: str) -> list[dict]:
@@ -169,6 +170,23 @@ def test_traditional_and_cantonese_questions_find_what_simplified_ones_do(index,
     search = search_for(conversation(question), index.names([GUIDE]), holding(index, GUIDE))
     assert index.search(search.text, [GUIDE], 1, search.documents)[0].name == document
 
+
+
+@pytest.mark.parametrize(("question", "document", "says"), [
+    ("광저우 타워의 높이는 몇 미터입니까?", "广州塔", "600 米"), ("바이윈산의 최고봉은 어디입니까?", "白云山", "摩星岭"),
+    ("진씨서원 입장료는 얼마예요?", "陈家祠", "10 元"), ("사몐에 가려면 지하철 어느 역에서 내려요?", "沙面", "黄沙站"),
+    ("광저우타워는 몇 시에 문을 닫아요?", "广州塔", "22 点"),  # spaced otherwise
+])
+def test_a_korean_question_finds_its_entry_by_its_korean_name_and_the_sentence_that_answers(index, question, document,
+                                                                                            says):
+    # Korean by pairs of syllables: a name's pairs whatever particle follows it (타워의, 바이윈산의); its question words
+    # by the glossary's Korean (높이 → 高, 입장료 → 门票, 역 → 站)
+    assert {"광저", "저우", "타워"} <= set(terms("광저우 타워의 높이")) and "워의" in terms("광저우 타워의 높이")
+    search = search_for(conversation(question), index.names([GUIDE]), holding(index, GUIDE))
+    found = index.search(search.text, [GUIDE], 2, search.documents)
+    assert found[0].name == document
+    assert any(says in passage.text for passage in focused(found, question))
+    assert len("".join(passage.text for passage in focused(found, question))) < len("".join(p.text for p in found))
 
 def test_a_document_in_traditional_characters_is_found_by_a_simplified_question(tmp_path):
     folder = tmp_path / "docs"
@@ -300,7 +318,7 @@ def test_search_reaches_only_the_folders_asked_for(index, tmp_path):
 
 
 def test_the_prompt_gets_numbered_passages_within_budget_and_sources_are_what_the_reply_repeats(index):
-    found = index.search("广州塔有多高", [GUIDE], 4)
+    found = index.search("广州塔的高度", [GUIDE], 4)
     kept = within(found, 600)
     assert sum(len(passage.text) for passage in kept) <= 600 and kept[0] == found[0]
     assert len(within(found, 50)[0].text) == 50  # the best passage, cut, when none fits whole
